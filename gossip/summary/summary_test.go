@@ -1,0 +1,448 @@
+package summary
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// fakeClock is an injected clock for builder tests.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func newTestBuilder(t *testing.T, mod func(*Config)) (*Builder, *fakeClock) {
+	t.Helper()
+	cfg := DefaultConfig()
+	if mod != nil {
+		mod(&cfg)
+	}
+	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	b, err := NewBuilder(cfg, clk.now)
+	if err != nil {
+		t.Fatalf("NewBuilder: %v", err)
+	}
+	return b, clk
+}
+
+// chain returns n chained block hashes from a random seed.
+func chain(r *rand.Rand, n int) []kvblock.Hash {
+	toks := make([]uint32, n*kvblock.DefaultBlockSize)
+	for i := range toks {
+		toks[i] = r.Uint32N(50000)
+	}
+	return kvblock.Hashes(nil, kvblock.Hash(r.Uint64()), toks, kvblock.DefaultBlockSize)
+}
+
+// mustApply applies msgs to v in order.
+func mustApply(t *testing.T, v *View, msgs ...[]byte) {
+	t.Helper()
+	for _, m := range msgs {
+		if err := v.Apply(m); err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("default config invalid: %v", err)
+	}
+	err := Config{FalsePositiveRate: 2}.Validate()
+	if err == nil {
+		t.Fatal("zero config validated")
+	}
+	for _, want := range []string{"capacity", "false_positive_rate", "rebuild_removals", "rebuild_period", "max_delta_bytes"} {
+		if !contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
+
+// TestNoFalseNegatives: every block added on the builder side is found by a
+// view fed a snapshot and the deltas that followed, on every medium.
+func TestNoFalseNegatives(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for round := range 20 {
+		b, _ := newTestBuilder(t, func(c *Config) { c.Capacity = 2000 })
+		v := NewView()
+		var held [MaxMedia][]kvblock.Hash
+		add := func(n int) {
+			for range n {
+				m := Medium(r.IntN(2))
+				h := kvblock.Hash(r.Uint64())
+				b.Add(h, m)
+				held[m] = append(held[m], h)
+			}
+		}
+		add(r.IntN(500))
+		mustApply(t, v, b.Snapshot())
+		for range 5 {
+			add(r.IntN(400))
+			deltas, newEpoch := b.Flush()
+			if newEpoch { // the first CPU block starts an epoch
+				deltas = [][]byte{b.Snapshot()}
+			}
+			mustApply(t, v, deltas...)
+		}
+		for m, hs := range held {
+			for _, h := range hs {
+				if !v.Contains(h, Medium(m)) {
+					t.Fatalf("round %d: false negative for %x on %v", round, h, Medium(m))
+				}
+			}
+		}
+		e, s := b.Version()
+		if in := v.Info(); in.Epoch != e || in.Seq != s {
+			t.Fatalf("view at (%d,%d), builder at (%d,%d)", in.Epoch, in.Seq, e, s)
+		}
+	}
+}
+
+// TestFalsePositiveRate measures the rate on blocks never added: it must be
+// within 1.5x of the target at the capacity the filter was sized for.
+func TestFalsePositiveRate(t *testing.T) {
+	for _, fp := range []float64{0.01, 0.001} {
+		b, _ := newTestBuilder(t, func(c *Config) { c.Capacity = 20000; c.FalsePositiveRate = fp })
+		r := rand.New(rand.NewPCG(9, 10))
+		in := make(map[kvblock.Hash]bool)
+		for len(in) < 20000 {
+			h := kvblock.Hash(r.Uint64())
+			in[h] = true
+			b.Add(h, MediumGPU)
+		}
+		v := NewView()
+		mustApply(t, v, b.Snapshot())
+		const trials = 400000
+		hits := 0
+		for n := 0; n < trials; {
+			h := kvblock.Hash(r.Uint64())
+			if in[h] {
+				continue
+			}
+			n++
+			if v.Contains(h, MediumGPU) {
+				hits++
+			}
+		}
+		rate := float64(hits) / trials
+		t.Logf("target %.4f measured %.5f (snapshot %d bytes)", fp, rate, len(b.Snapshot()))
+		if rate > 1.5*fp {
+			t.Errorf("false-positive rate %.5f > 1.5 x target %.4f", rate, fp)
+		}
+	}
+}
+
+// TestLongestPrefixMatchesExact compares the view's longest prefix with the
+// exact set's: never shorter, and longer only by a false-positive tail whose
+// first block is really absent.
+func TestLongestPrefixMatchesExact(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	b, _ := newTestBuilder(t, func(c *Config) { c.Capacity = 30000 })
+	exact := make(map[kvblock.Hash]bool)
+	var prompts [][]kvblock.Hash
+	for range 600 {
+		p := chain(r, 1+r.IntN(64))
+		prompts = append(prompts, p)
+		for _, h := range p[:r.IntN(len(p)+1)] { // a cached prefix of each prompt
+			exact[h] = true
+			b.Add(h, MediumGPU)
+		}
+	}
+	v := NewView()
+	mustApply(t, v, b.Snapshot())
+	equal, extra := 0, 0
+	for _, p := range prompts {
+		want := 0
+		for want < len(p) && exact[p[want]] {
+			want++
+		}
+		got := v.LongestPrefix(p, MediumGPU)
+		switch {
+		case got < want:
+			t.Fatalf("LongestPrefix = %d < exact %d (false negative)", got, want)
+		case got == want:
+			equal++
+		default:
+			if exact[p[want]] {
+				t.Fatalf("tail starts at a held block")
+			}
+			extra += got - want
+		}
+	}
+	t.Logf("equal %d/%d, extra blocks %d", equal, len(prompts), extra)
+	if equal < len(prompts)*97/100 {
+		t.Errorf("only %d/%d prompts matched exactly at 1%% false positives", equal, len(prompts))
+	}
+	if got := v.LongestPrefix(nil, MediumGPU); got != 0 {
+		t.Errorf("LongestPrefix(nil) = %d", got)
+	}
+	if got := v.LongestPrefix(prompts[0], MediumCPU); got != 0 {
+		t.Errorf("LongestPrefix on a medium without a filter = %d", got)
+	}
+}
+
+func TestApplyGapsAndStale(t *testing.T) {
+	b, _ := newTestBuilder(t, nil)
+	b.Add(1, MediumGPU)
+	snap0 := b.Snapshot()
+	b.Add(2, MediumGPU)
+	d1, _ := b.Flush()
+	b.Add(3, MediumGPU)
+	d2, _ := b.Flush()
+	b.Add(4, MediumGPU)
+	d3, _ := b.Flush()
+	oldEpochSnap := b.Snapshot()
+	b.Rebuild()
+	b.Add(5, MediumGPU)
+	e1, _ := b.Flush()
+
+	tests := []struct {
+		name    string
+		msgs    [][]byte
+		wantErr error
+	}{
+		{name: "delta before snapshot", msgs: [][]byte{d1[0]}, wantErr: ErrGap},
+		{name: "in order", msgs: [][]byte{snap0, d1[0], d2[0], d3[0]}},
+		{name: "missing seq", msgs: [][]byte{snap0, d1[0], d3[0]}, wantErr: ErrGap},
+		{name: "duplicate", msgs: [][]byte{snap0, d1[0], d1[0]}, wantErr: ErrStale},
+		{name: "delta of the next epoch", msgs: [][]byte{snap0, e1[0]}, wantErr: ErrGap},
+		{name: "older snapshot", msgs: [][]byte{oldEpochSnap, snap0}, wantErr: ErrStale},
+		{name: "snapshot then its delta", msgs: [][]byte{oldEpochSnap, b.Snapshot()}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := NewView()
+			var err error
+			for _, m := range tc.msgs {
+				err = v.Apply(m)
+			}
+			if !errors.Is(err, tc.wantErr) && !(tc.wantErr == nil && err == nil) {
+				t.Fatalf("last Apply = %v, want %v", err, tc.wantErr)
+			}
+		})
+	}
+	// A gap leaves the view as it was.
+	v := NewView()
+	mustApply(t, v, snap0, d1[0])
+	_ = v.Apply(d3[0])
+	if v.Contains(4, MediumGPU) && !v.Contains(3, MediumGPU) {
+		t.Error("delta applied across a gap")
+	}
+	if in := v.Info(); in.Seq != 1 {
+		t.Errorf("seq after gap = %d, want 1", in.Seq)
+	}
+}
+
+func TestRebuildTriggers(t *testing.T) {
+	t.Run("removals", func(t *testing.T) {
+		b, _ := newTestBuilder(t, func(c *Config) { c.RebuildRemovals = 0.25 })
+		for h := range kvblock.Hash(100) {
+			b.Add(h, MediumGPU)
+		}
+		e0, _ := b.Version()
+		for h := range kvblock.Hash(20) {
+			b.Remove(h, MediumGPU)
+		}
+		if b.RebuildDue() {
+			t.Fatal("rebuild due at 20 removals of 80")
+		}
+		for h := kvblock.Hash(20); h < 30; h++ {
+			b.Remove(h, MediumGPU)
+		}
+		if !b.RebuildDue() {
+			t.Fatal("rebuild not due at 30 removals of 70")
+		}
+		if _, newEpoch := b.Flush(); !newEpoch {
+			t.Fatal("Flush did not rebuild")
+		}
+		e1, s1 := b.Version()
+		if e1 != e0+1 || s1 != 0 {
+			t.Fatalf("version after rebuild (%d,%d), want (%d,0)", e1, s1, e0+1)
+		}
+		v := NewView()
+		mustApply(t, v, b.Snapshot())
+		removedSeen := 0
+		for h := range kvblock.Hash(30) {
+			if v.Contains(h, MediumGPU) {
+				removedSeen++
+			}
+		}
+		if removedSeen > 2 {
+			t.Errorf("%d of 30 removed blocks still in the rebuilt filter", removedSeen)
+		}
+		for h := kvblock.Hash(30); h < 100; h++ {
+			if !v.Contains(h, MediumGPU) {
+				t.Fatalf("held block %d lost in rebuild", h)
+			}
+		}
+	})
+	t.Run("period", func(t *testing.T) {
+		b, clk := newTestBuilder(t, func(c *Config) { c.RebuildPeriod = time.Minute })
+		b.Add(1, MediumGPU)
+		if b.RebuildDue() {
+			t.Fatal("rebuild due at once")
+		}
+		clk.t = clk.t.Add(time.Minute)
+		if !b.RebuildDue() {
+			t.Fatal("rebuild not due after the period")
+		}
+	})
+	t.Run("outgrown", func(t *testing.T) {
+		b, _ := newTestBuilder(t, func(c *Config) { c.Capacity = 100 })
+		for h := range kvblock.Hash(101) {
+			b.Add(h, MediumCPU)
+		}
+		if !b.RebuildDue() {
+			t.Fatal("rebuild not due past capacity")
+		}
+		b.Rebuild()
+		if b.RebuildDue() {
+			t.Fatal("rebuild still due after growing the filter")
+		}
+	})
+	t.Run("reset", func(t *testing.T) {
+		b, _ := newTestBuilder(t, nil)
+		b.Add(1, MediumGPU)
+		b.Reset(map[Medium][]kvblock.Hash{MediumCPU: {7, 8}})
+		if b.Len(MediumGPU) != 0 || b.Len(MediumCPU) != 2 {
+			t.Fatalf("Len after Reset = %d/%d", b.Len(MediumGPU), b.Len(MediumCPU))
+		}
+		v := NewView()
+		mustApply(t, v, b.Snapshot())
+		if !v.Contains(7, MediumCPU) || v.Contains(1, MediumGPU) {
+			t.Fatal("snapshot after Reset does not match the new set")
+		}
+	})
+}
+
+func TestFlushRespectsPacketBudget(t *testing.T) {
+	b, _ := newTestBuilder(t, func(c *Config) { c.MaxDeltaBytes = 1200 })
+	r := rand.New(rand.NewPCG(13, 14))
+	b.Add(0, MediumCPU)
+	b.Rebuild()
+	want := make(map[Add]bool)
+	for range 1000 {
+		a := Add{Medium: Medium(r.IntN(2)), Hash: kvblock.Hash(r.Uint64())}
+		want[a] = true
+		b.Add(a.Hash, a.Medium)
+	}
+	deltas, _ := b.Flush()
+	got := make(map[Add]bool)
+	for i, raw := range deltas {
+		if len(raw) > 1200 {
+			t.Errorf("delta %d is %d bytes > 1200", i, len(raw))
+		}
+		d, err := UnmarshalDelta(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Seq != uint64(i+1) {
+			t.Errorf("delta %d has seq %d", i, d.Seq)
+		}
+		for _, a := range d.Adds {
+			got[a] = true
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("deltas carry %d additions, want %d", len(got), len(want))
+	}
+	if d, _ := b.Flush(); d != nil {
+		t.Fatalf("second Flush returned %d deltas", len(d))
+	}
+}
+
+// TestViewConcurrentReads runs readers against a writer (meaningful under
+// -race): reads see a consistent, monotone view.
+func TestViewConcurrentReads(t *testing.T) {
+	b, _ := newTestBuilder(t, nil)
+	v := NewView()
+	mustApply(t, v, b.Snapshot())
+	r := rand.New(rand.NewPCG(15, 16))
+	p := chain(r, 200)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			last := 0
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n := v.LongestPrefix(p, MediumGPU)
+				if n < last {
+					t.Errorf("prefix shrank from %d to %d within an epoch", last, n)
+					return
+				}
+				last = n
+			}
+		})
+	}
+	for _, h := range p {
+		b.Add(h, MediumGPU)
+		d, _ := b.Flush()
+		mustApply(t, v, d...)
+	}
+	close(stop)
+	wg.Wait()
+	if got := v.LongestPrefix(p, MediumGPU); got != len(p) {
+		t.Fatalf("LongestPrefix = %d, want %d", got, len(p))
+	}
+}
+
+func BenchmarkLongestPrefix(b *testing.B) {
+	bl, err := NewBuilder(DefaultConfig(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(17, 18))
+	p := chain(r, 128)
+	for _, h := range p[:96] {
+		bl.Add(h, MediumGPU)
+	}
+	v := NewView()
+	if err := v.Apply(bl.Snapshot()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v.LongestPrefix(p, MediumGPU) < 96 {
+			b.Fatal("short match")
+		}
+	}
+}
+
+func TestNewMediumStartsEpoch(t *testing.T) {
+	b, _ := newTestBuilder(t, nil)
+	v := NewView()
+	mustApply(t, v, b.Snapshot())
+	b.Add(1, MediumGPU)
+	d, newEpoch := b.Flush()
+	if newEpoch {
+		t.Fatal("GPU additions started an epoch")
+	}
+	mustApply(t, v, d...)
+	b.Add(2, MediumCPU)
+	if _, newEpoch := b.Flush(); !newEpoch {
+		t.Fatal("a new medium did not start an epoch")
+	}
+	mustApply(t, v, b.Snapshot())
+	if !v.Contains(1, MediumGPU) || !v.Contains(2, MediumCPU) {
+		t.Fatal("view misses blocks after the new epoch")
+	}
+}
