@@ -1,0 +1,159 @@
+package sidecar
+
+import (
+	"sync"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// MediumGPU is the medium of the blocks in the approximate set and of engine
+// blocks reported without one.
+const MediumGPU = "GPU"
+
+// blockSink receives the changes of a block set, for the summary builder.
+// Calls must not block.
+type blockSink interface {
+	blocksAdded(hs []kvblock.Hash, medium string)
+	blocksRemoved(hs []kvblock.Hash, medium string)
+}
+
+// approxSet is the approximate block set kept when the engine publishes no KV
+// events: the full blocks of every prompt the engine accepted through the
+// data path, evicted least recently used at the engine's capacity. It copies
+// vLLM's order of eviction within a request: a finished request's blocks are
+// freed last block first, so its first block stays longest.
+type approxSet struct {
+	mu       sync.Mutex // protects the fields below
+	capacity int
+	items    map[kvblock.Hash]*lruNode
+	root     lruNode // sentinel: root.next is the most recently used
+	sink     blockSink
+	onEvict  func(n int)
+	added    []kvblock.Hash // scratch
+	removed  []kvblock.Hash // scratch
+}
+
+type lruNode struct {
+	h          kvblock.Hash
+	prev, next *lruNode
+}
+
+// newApproxSet returns an empty set of the given capacity in blocks. sink and
+// onEvict may be nil.
+func newApproxSet(capacity int, sink blockSink, onEvict func(int)) *approxSet {
+	a := &approxSet{capacity: max(capacity, 1), items: make(map[kvblock.Hash]*lruNode), sink: sink, onEvict: onEvict}
+	a.root.next, a.root.prev = &a.root, &a.root
+	return a
+}
+
+// observePrompt records the block hashes of the prompts of one accepted
+// request. It takes the lock once and does no I/O.
+func (a *approxSet) observePrompt(prompts [][]kvblock.Hash) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.added, a.removed = a.added[:0], a.removed[:0]
+	for _, hs := range prompts {
+		// Touch last block first so the first block ends most recent.
+		for i := len(hs) - 1; i >= 0; i-- {
+			a.touchLocked(hs[i])
+		}
+	}
+	a.evictLocked()
+	a.flushLocked()
+}
+
+func (a *approxSet) touchLocked(h kvblock.Hash) {
+	if n, ok := a.items[h]; ok {
+		n.unlink()
+		a.pushFrontLocked(n)
+		return
+	}
+	n := &lruNode{h: h}
+	a.items[h] = n
+	a.pushFrontLocked(n)
+	a.added = append(a.added, h)
+}
+
+func (a *approxSet) pushFrontLocked(n *lruNode) {
+	n.prev, n.next = &a.root, a.root.next
+	a.root.next.prev = n
+	a.root.next = n
+}
+
+func (n *lruNode) unlink() {
+	n.prev.next, n.next.prev = n.next, n.prev
+	n.prev, n.next = nil, nil
+}
+
+func (a *approxSet) evictLocked() {
+	evicted := 0
+	for len(a.items) > a.capacity {
+		n := a.root.prev
+		n.unlink()
+		delete(a.items, n.h)
+		a.removed = append(a.removed, n.h)
+		evicted++
+	}
+	if evicted > 0 && a.onEvict != nil {
+		a.onEvict(evicted)
+	}
+}
+
+// flushLocked reports the changes collected in the scratch slices. A block
+// added and evicted within one call is reported as both, in that order.
+func (a *approxSet) flushLocked() {
+	if a.sink == nil {
+		return
+	}
+	if len(a.added) > 0 {
+		a.sink.blocksAdded(a.added, MediumGPU)
+	}
+	if len(a.removed) > 0 {
+		a.sink.blocksRemoved(a.removed, MediumGPU)
+	}
+}
+
+// setCapacity resizes the set (the engine reported its capacity), evicting
+// the least recently used blocks if it shrank.
+func (a *approxSet) setCapacity(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.capacity = max(n, 1)
+	a.added, a.removed = a.added[:0], a.removed[:0]
+	a.evictLocked()
+	a.flushLocked()
+}
+
+// Len returns the number of blocks held.
+func (a *approxSet) Len() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.items)
+}
+
+// Blocks returns the blocks held, most recently used first.
+func (a *approxSet) Blocks() []kvblock.Hash {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]kvblock.Hash, 0, len(a.items))
+	for n := a.root.next; n != &a.root; n = n.next {
+		out = append(out, n.h)
+	}
+	return out
+}
+
+// Contains reports whether h is held.
+func (a *approxSet) Contains(h kvblock.Hash) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.items[h]
+	return ok
+}
+
+// clear drops every block (the engine restarted or events took over).
+func (a *approxSet) clear() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.items = make(map[kvblock.Hash]*lruNode)
+	a.root.next, a.root.prev = &a.root, &a.root
+}

@@ -1,0 +1,461 @@
+package wire
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/inferrail/inferrail/sidecar/engine"
+)
+
+// Event tags.
+const (
+	tagStored         = "BlockStored"
+	tagStoredWithMeta = "BlockStoredWithMetadata"
+	tagRemoved        = "BlockRemoved"
+	tagCleared        = "AllBlocksCleared"
+)
+
+// DecodeBatch decodes a KV-event batch in any form vLLM (v0.9.0 to main) or
+// SGLang has published: the outer batch an array [ts, events] or [ts, events,
+// rank] (extra trailing elements ignored) or, defensively, a map; each event
+// an array led by its tag (fields by position, missing trailing fields taken
+// as nil, extra ones ignored) or a map with a "type" key (fields by name,
+// unknown keys ignored). Events with an unknown tag are skipped. The batch's
+// Seq is left 0.
+func DecodeBatch(payload []byte) (engine.Batch, error) {
+	return NewReader(payload).Batch()
+}
+
+// Batch decodes a batch from the reader (see DecodeBatch).
+func (r *Reader) Batch() (engine.Batch, error) {
+	b := engine.Batch{Rank: -1}
+	t, err := r.Peek()
+	if err != nil {
+		return b, err
+	}
+	switch t {
+	case Array:
+		n, err := r.ArrayLen()
+		if err != nil {
+			return b, err
+		}
+		if n < 2 {
+			return b, fmt.Errorf("batch: array of %d, want 2 or 3", n)
+		}
+		for i := range n {
+			switch i {
+			case 0:
+				err = r.ts(&b)
+			case 1:
+				b.Events, err = r.events()
+			case 2:
+				err = r.rank(&b)
+			default:
+				err = r.Skip()
+			}
+			if err != nil {
+				return b, fmt.Errorf("batch[%d]: %w", i, err)
+			}
+		}
+	case Map:
+		n, err := r.MapLen()
+		if err != nil {
+			return b, err
+		}
+		var seenEvents bool
+		for range n {
+			k, err := r.key()
+			if err != nil {
+				return b, err
+			}
+			switch k {
+			case "ts":
+				err = r.ts(&b)
+			case "events":
+				b.Events, err = r.events()
+				seenEvents = true
+			case "data_parallel_rank":
+				err = r.rank(&b)
+			default:
+				err = r.Skip()
+			}
+			if err != nil {
+				return b, fmt.Errorf("batch.%s: %w", k, err)
+			}
+		}
+		if !seenEvents {
+			return b, fmt.Errorf("batch: map without events")
+		}
+	default:
+		return b, fmt.Errorf("batch: unexpected %v", t)
+	}
+	return b, nil
+}
+
+// key reads a map key; a non-string key yields "" after skipping it.
+func (r *Reader) key() (string, error) {
+	t, err := r.Peek()
+	if err != nil {
+		return "", err
+	}
+	if t != Str && t != Bin {
+		return "", r.Skip()
+	}
+	return r.String()
+}
+
+func (r *Reader) ts(b *engine.Batch) error {
+	if null, err := r.IsNil(); err != nil || null {
+		return err
+	}
+	f, err := r.Float()
+	if err != nil {
+		return err
+	}
+	// Keep only plausible wall-clock seconds (year 1970 to about 2286).
+	if f > 0 && f < 1e10 {
+		sec, frac := math.Modf(f)
+		b.TS = time.Unix(int64(sec), int64(frac*1e9)).UTC()
+	}
+	return nil
+}
+
+func (r *Reader) rank(b *engine.Batch) error {
+	if null, err := r.IsNil(); err != nil || null {
+		return err
+	}
+	v, err := r.Int()
+	if err != nil {
+		return err
+	}
+	if v >= 0 && v <= math.MaxInt32 {
+		b.Rank = int(v)
+	}
+	return nil
+}
+
+func (r *Reader) events() ([]engine.Event, error) {
+	n, err := r.ArrayLen()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Event, 0, max(n, 0))
+	for i := range max(n, 0) {
+		ev, err := r.event()
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+		if ev != nil {
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}
+
+// fields collects an event's fields in either encoding.
+type fields struct {
+	tag       string
+	hashes    []uint64
+	parent    *uint64
+	tokens    []uint32
+	blockSize int64
+	loraID    int64
+	medium    string
+	loraName  string
+	cacheSalt string
+	extra     []extraKeys
+	group     int64
+	specKind  string
+}
+
+// extraKeys is one block's extra hash inputs, classified.
+type extraKeys struct {
+	strs   []string
+	opaque bool // multimodal tuples, prompt-embedding digests, other non-strings
+}
+
+// positional field names of the array era, by index after the tag.
+var storedPositions = [...]string{"", "block_hashes", "parent_block_hash", "token_ids", "block_size",
+	"lora_id", "medium", "lora_name", "extra_keys", "group_idx", "kv_cache_spec_kind"}
+
+var removedPositions = [...]string{"", "block_hashes", "medium", "group_idx"}
+
+func (r *Reader) event() (engine.Event, error) {
+	t, err := r.Peek()
+	if err != nil {
+		return nil, err
+	}
+	var f fields
+	switch t {
+	case Array:
+		n, err := r.ArrayLen()
+		if err != nil {
+			return nil, err
+		}
+		if n < 1 {
+			return nil, fmt.Errorf("empty event array")
+		}
+		if f.tag, err = r.String(); err != nil {
+			return nil, fmt.Errorf("tag: %w", err)
+		}
+		var names []string
+		switch f.tag {
+		case tagStored, tagStoredWithMeta:
+			names = storedPositions[:]
+		case tagRemoved:
+			names = removedPositions[:]
+		}
+		for i := 1; i < n; i++ {
+			name := ""
+			if i < len(names) {
+				name = names[i]
+			}
+			if err := r.field(&f, name); err != nil {
+				return nil, fmt.Errorf("%s[%d]: %w", f.tag, i, err)
+			}
+		}
+	case Map:
+		n, err := r.MapLen()
+		if err != nil {
+			return nil, err
+		}
+		for range n {
+			k, err := r.key()
+			if err != nil {
+				return nil, err
+			}
+			if k == "type" {
+				if f.tag, err = r.String(); err != nil {
+					return nil, fmt.Errorf("type: %w", err)
+				}
+				continue
+			}
+			if err := r.field(&f, k); err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("event: unexpected %v", t)
+	}
+	return f.event(), nil
+}
+
+// field decodes one named field into f; unknown names are skipped. For the
+// array era, index 7 is vLLM's lora_name (a string) or SGLang's metadata (a
+// map): the value's type decides.
+func (r *Reader) field(f *fields, name string) error {
+	if name == "lora_name" || name == "metadata" {
+		t, err := r.Peek()
+		if err != nil {
+			return err
+		}
+		if t == Map {
+			return r.metadata(f)
+		}
+		if name == "metadata" {
+			return r.Skip()
+		}
+	}
+	var err error
+	switch name {
+	case "block_hashes":
+		f.hashes, err = r.hashes()
+	case "parent_block_hash":
+		var null bool
+		if null, err = r.IsNil(); err == nil && !null {
+			var h uint64
+			if h, err = r.Hash(); err == nil {
+				f.parent = &h
+			}
+		}
+	case "token_ids":
+		f.tokens, err = r.tokens()
+	case "block_size":
+		f.blockSize, err = r.Int()
+	case "lora_id":
+		f.loraID, err = r.Int()
+	case "medium":
+		f.medium, err = r.String()
+	case "lora_name":
+		f.loraName, err = r.String()
+	case "cache_salt":
+		f.cacheSalt, err = r.String()
+	case "extra_keys":
+		f.extra, err = r.extraKeys()
+	case "group_idx":
+		f.group, err = r.Int()
+	case "kv_cache_spec_kind":
+		f.specKind, err = r.String()
+	default:
+		err = r.Skip()
+	}
+	return err
+}
+
+func (r *Reader) metadata(f *fields) error {
+	n, err := r.MapLen()
+	if err != nil {
+		return err
+	}
+	for range n {
+		k, err := r.key()
+		if err != nil {
+			return err
+		}
+		if k == "cache_salt" {
+			if f.cacheSalt, err = r.String(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := r.Skip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reader) hashes() ([]uint64, error) {
+	n, err := r.ArrayLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		if out[i], err = r.Hash(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (r *Reader) tokens() ([]uint32, error) {
+	n, err := r.ArrayLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	out := make([]uint32, n)
+	for i := range out {
+		v, err := r.Int()
+		if err != nil {
+			return nil, err
+		}
+		if v < 0 || v > math.MaxUint32 {
+			return nil, fmt.Errorf("token id %d out of range", v)
+		}
+		out[i] = uint32(v)
+	}
+	return out, nil
+}
+
+func (r *Reader) extraKeys() ([]extraKeys, error) {
+	n, err := r.ArrayLen()
+	if err != nil || n < 0 {
+		return nil, err
+	}
+	out := make([]extraKeys, n)
+	for i := range out {
+		t, err := r.Peek()
+		if err != nil {
+			return nil, err
+		}
+		if t != Array {
+			// nil (no extra keys) or an unknown shape, which is opaque.
+			out[i].opaque = t != Nil
+			if err := r.Skip(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		m, err := r.ArrayLen()
+		if err != nil {
+			return nil, err
+		}
+		for range m {
+			if t, err = r.Peek(); err != nil {
+				return nil, err
+			}
+			if t == Str {
+				s, err := r.String()
+				if err != nil {
+					return nil, err
+				}
+				out[i].strs = append(out[i].strs, s)
+				continue
+			}
+			out[i].opaque = true
+			if err := r.Skip(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f *fields) event() engine.Event {
+	switch f.tag {
+	case tagStored, tagStoredWithMeta:
+		ev := engine.BlockStored{
+			EngineHashes: f.hashes,
+			Parent:       f.parent,
+			Tokens:       f.tokens,
+			Medium:       engine.NormalizeMedium(f.medium),
+			LoRA:         f.loraName,
+			LoRAID:       f.loraID,
+			CacheSalt:    f.cacheSalt,
+			GroupIdx:     clampInt(f.group),
+			SpecKind:     f.specKind,
+		}
+		if f.blockSize > 0 && f.blockSize <= math.MaxInt32 {
+			ev.BlockSize = int(f.blockSize)
+		}
+		f.applyExtraKeys(&ev)
+		return ev
+	case tagRemoved:
+		return engine.BlockRemoved{
+			EngineHashes: f.hashes,
+			Medium:       engine.NormalizeMedium(f.medium),
+			GroupIdx:     clampInt(f.group),
+		}
+	case tagCleared:
+		return engine.AllBlocksCleared{}
+	}
+	return nil
+}
+
+// applyExtraKeys reads vLLM's per-block extra hash inputs (engines.md §2.3:
+// lora_name, multimodal items, cache_salt on the block at token 0, prompt
+// embeddings). Strings other than the LoRA name on the first block are the
+// cache salt (the last one); anything else makes the blocks opaque.
+func (f *fields) applyExtraKeys(ev *engine.BlockStored) {
+	for i, e := range f.extra {
+		if e.opaque {
+			ev.Opaque = true
+		}
+		strs := e.strs
+		if len(strs) > 0 && f.loraName != "" && strs[0] == f.loraName {
+			strs = strs[1:]
+		}
+		if len(strs) == 0 {
+			continue
+		}
+		if i == 0 && f.parent == nil {
+			if ev.CacheSalt == "" {
+				ev.CacheSalt = strs[len(strs)-1]
+			}
+			if len(strs) > 1 {
+				ev.Opaque = true // older multimodal hashes were bare strings
+			}
+			continue
+		}
+		ev.Opaque = true
+	}
+}
+
+func clampInt(v int64) int {
+	if v < 0 || v > math.MaxInt32 {
+		return 0
+	}
+	return int(v)
+}

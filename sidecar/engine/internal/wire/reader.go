@@ -1,0 +1,427 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
+
+// Type is the kind of the next msgpack value.
+type Type uint8
+
+// Value types.
+const (
+	Invalid Type = iota
+	Nil
+	Bool
+	Int // a signed encoding (negative fixint or int8…int64)
+	Uint
+	Float
+	Str
+	Bin
+	Array
+	Map
+	Ext
+)
+
+// ErrTruncated is returned when a header claims more than the payload holds.
+var ErrTruncated = errors.New("msgpack value longer than the payload")
+
+// Reader reads msgpack values from one payload.
+type Reader struct {
+	buf []byte
+	br  bytes.Reader
+	dec *msgpack.Decoder
+}
+
+// NewReader returns a Reader over payload (not copied; keep it unchanged while
+// reading).
+func NewReader(payload []byte) *Reader {
+	r := &Reader{}
+	r.Reset(payload)
+	return r
+}
+
+// Reset points the reader at a new payload.
+func (r *Reader) Reset(payload []byte) {
+	r.buf = payload
+	r.br.Reset(payload)
+	if r.dec == nil {
+		r.dec = msgpack.NewDecoder(&r.br)
+	} else {
+		r.dec.Reset(&r.br)
+	}
+}
+
+// Remaining is the number of unread bytes.
+func (r *Reader) Remaining() int { return r.br.Len() }
+
+func (r *Reader) pos() int { return len(r.buf) - r.br.Len() }
+
+// Peek returns the type of the next value without consuming it.
+func (r *Reader) Peek() (Type, error) {
+	c, err := r.dec.PeekCode()
+	if err != nil {
+		return Invalid, fmt.Errorf("peek: %w", err)
+	}
+	return typeOf(c), nil
+}
+
+func typeOf(c byte) Type {
+	switch {
+	case msgpcode.IsFixedNum(c):
+		if int8(c) < 0 {
+			return Int
+		}
+		return Uint
+	case msgpcode.IsFixedMap(c):
+		return Map
+	case msgpcode.IsFixedArray(c):
+		return Array
+	case msgpcode.IsFixedString(c):
+		return Str
+	}
+	switch c {
+	case msgpcode.Nil:
+		return Nil
+	case msgpcode.False, msgpcode.True:
+		return Bool
+	case msgpcode.Int8, msgpcode.Int16, msgpcode.Int32, msgpcode.Int64:
+		return Int
+	case msgpcode.Uint8, msgpcode.Uint16, msgpcode.Uint32, msgpcode.Uint64:
+		return Uint
+	case msgpcode.Float, msgpcode.Double:
+		return Float
+	case msgpcode.Str8, msgpcode.Str16, msgpcode.Str32:
+		return Str
+	case msgpcode.Bin8, msgpcode.Bin16, msgpcode.Bin32:
+		return Bin
+	case msgpcode.Array16, msgpcode.Array32:
+		return Array
+	case msgpcode.Map16, msgpcode.Map32:
+		return Map
+	case msgpcode.FixExt1, msgpcode.FixExt2, msgpcode.FixExt4, msgpcode.FixExt8, msgpcode.FixExt16,
+		msgpcode.Ext8, msgpcode.Ext16, msgpcode.Ext32:
+		return Ext
+	}
+	return Invalid
+}
+
+// ArrayLen reads an array header; nil gives -1. Each element takes at least
+// one byte, so a length beyond the bytes left is rejected.
+func (r *Reader) ArrayLen() (int, error) {
+	n, err := r.dec.DecodeArrayLen()
+	if err != nil {
+		return 0, fmt.Errorf("array header: %w", err)
+	}
+	if n > r.Remaining() {
+		return 0, fmt.Errorf("array of %d: %w", n, ErrTruncated)
+	}
+	return n, nil
+}
+
+// MapLen reads a map header; nil gives -1. Each pair takes at least two
+// bytes.
+func (r *Reader) MapLen() (int, error) {
+	n, err := r.dec.DecodeMapLen()
+	if err != nil {
+		return 0, fmt.Errorf("map header: %w", err)
+	}
+	if n > r.Remaining()/2 {
+		return 0, fmt.Errorf("map of %d: %w", n, ErrTruncated)
+	}
+	return n, nil
+}
+
+// checkBytes verifies that a str/bin at the current position fits.
+func (r *Reader) checkBytes() error {
+	p := r.pos()
+	if p >= len(r.buf) {
+		return io.ErrUnexpectedEOF
+	}
+	n, hdr, ok := bytesHeader(r.buf[p:])
+	if !ok {
+		return nil // not a str/bin: the decoder reports the type error
+	}
+	if hdr+n > len(r.buf)-p {
+		return fmt.Errorf("string of %d: %w", n, ErrTruncated)
+	}
+	return nil
+}
+
+// bytesHeader returns the length and header size of a str/bin at b[0].
+func bytesHeader(b []byte) (n, hdr int, ok bool) {
+	c := b[0]
+	if msgpcode.IsFixedString(c) {
+		return int(c & msgpcode.FixedStrMask), 1, true
+	}
+	var size int
+	switch c {
+	case msgpcode.Str8, msgpcode.Bin8:
+		size = 1
+	case msgpcode.Str16, msgpcode.Bin16:
+		size = 2
+	case msgpcode.Str32, msgpcode.Bin32:
+		size = 4
+	default:
+		return 0, 0, false
+	}
+	if len(b) < 1+size {
+		return 1 << 40, 1, true // forces the truncation error
+	}
+	switch size {
+	case 1:
+		n = int(b[1])
+	case 2:
+		n = int(binary.BigEndian.Uint16(b[1:]))
+	default:
+		n = int(binary.BigEndian.Uint32(b[1:]))
+	}
+	return n, 1 + size, true
+}
+
+// String reads a str (or bin) value; nil gives "".
+func (r *Reader) String() (string, error) {
+	if err := r.checkBytes(); err != nil {
+		return "", err
+	}
+	s, err := r.dec.DecodeString()
+	if err != nil {
+		return "", fmt.Errorf("string: %w", err)
+	}
+	return s, nil
+}
+
+// Bytes reads a bin (or str) value; nil gives nil.
+func (r *Reader) Bytes() ([]byte, error) {
+	if err := r.checkBytes(); err != nil {
+		return nil, err
+	}
+	b, err := r.dec.DecodeBytes()
+	if err != nil {
+		return nil, fmt.Errorf("bytes: %w", err)
+	}
+	return b, nil
+}
+
+// Float reads a float or integer as float64.
+func (r *Reader) Float() (float64, error) {
+	f, err := r.dec.DecodeFloat64()
+	if err != nil {
+		return 0, fmt.Errorf("float: %w", err)
+	}
+	return f, nil
+}
+
+// Int reads an integer of any width and sign; nil gives 0. A uint64 above
+// MaxInt64 wraps, like a two's-complement reinterpretation.
+func (r *Reader) Int() (int64, error) {
+	t, err := r.Peek()
+	if err != nil {
+		return 0, err
+	}
+	if t != Int && t != Uint && t != Nil {
+		return 0, fmt.Errorf("int: unexpected %v", t)
+	}
+	v, err := r.dec.DecodeUint64()
+	if err != nil {
+		return 0, fmt.Errorf("int: %w", err)
+	}
+	return int64(v), nil
+}
+
+// Hash reads a block hash and normalises it to uint64: an unsigned integer of
+// any width as is, a negative integer as its two's complement, bytes as their
+// last 8 bytes big-endian (left-padded with zeros when shorter).
+func (r *Reader) Hash() (uint64, error) {
+	t, err := r.Peek()
+	if err != nil {
+		return 0, err
+	}
+	switch t {
+	case Int, Uint:
+		v, err := r.dec.DecodeUint64()
+		if err != nil {
+			return 0, fmt.Errorf("hash: %w", err)
+		}
+		return v, nil
+	case Bin, Str:
+		b, err := r.Bytes()
+		if err != nil {
+			return 0, fmt.Errorf("hash: %w", err)
+		}
+		return HashFromBytes(b), nil
+	}
+	return 0, fmt.Errorf("hash: unexpected %v", t)
+}
+
+// HashFromBytes returns the last 8 bytes of b as a big-endian uint64,
+// left-padded with zeros when b is shorter (vLLM's own int conversion).
+func HashFromBytes(b []byte) uint64 {
+	if len(b) > 8 {
+		b = b[len(b)-8:]
+	}
+	var v uint64
+	for _, x := range b {
+		v = v<<8 | uint64(x)
+	}
+	return v
+}
+
+// IsNil consumes a nil and reports true, or leaves a non-nil value unread.
+func (r *Reader) IsNil() (bool, error) {
+	t, err := r.Peek()
+	if err != nil {
+		return false, err
+	}
+	if t != Nil {
+		return false, nil
+	}
+	return true, r.dec.DecodeNil()
+}
+
+// Skip consumes the next value, however nested, without recursion and without
+// allocating for its contents.
+func (r *Reader) Skip() error {
+	p := r.pos()
+	b := r.buf
+	pending := 1
+	for pending > 0 {
+		if p >= len(b) {
+			return io.ErrUnexpectedEOF
+		}
+		pending--
+		c := b[p]
+		p++
+		var extra, items int
+		switch {
+		case msgpcode.IsFixedNum(c), c == msgpcode.Nil, c == msgpcode.False, c == msgpcode.True:
+		case msgpcode.IsFixedMap(c):
+			items = 2 * int(c&msgpcode.FixedMapMask)
+		case msgpcode.IsFixedArray(c):
+			items = int(c & msgpcode.FixedArrayMask)
+		case msgpcode.IsFixedString(c):
+			extra = int(c & msgpcode.FixedStrMask)
+		default:
+			var err error
+			extra, items, p, err = skipHeader(b, p, c)
+			if err != nil {
+				return err
+			}
+		}
+		if extra > len(b)-p {
+			return ErrTruncated
+		}
+		p += extra
+		if items > len(b)-p {
+			return ErrTruncated
+		}
+		pending += items
+	}
+	if _, err := r.br.Seek(int64(p), io.SeekStart); err != nil {
+		return err
+	}
+	return nil
+}
+
+// skipHeader decodes the header of a non-fixed value whose code c was read
+// at b[p-1]; it returns payload bytes to skip, child items and the position
+// after the header.
+func skipHeader(b []byte, p int, c byte) (extra, items, np int, err error) {
+	be := func(n int) (int, error) {
+		if len(b)-p < n {
+			return 0, ErrTruncated
+		}
+		var v int
+		for _, x := range b[p : p+n] {
+			v = v<<8 | int(x)
+		}
+		p += n
+		return v, nil
+	}
+	var v int
+	switch c {
+	case msgpcode.Uint8, msgpcode.Int8:
+		extra = 1
+	case msgpcode.Uint16, msgpcode.Int16:
+		extra = 2
+	case msgpcode.Uint32, msgpcode.Int32, msgpcode.Float:
+		extra = 4
+	case msgpcode.Uint64, msgpcode.Int64, msgpcode.Double:
+		extra = 8
+	case msgpcode.Bin8, msgpcode.Str8:
+		v, err = be(1)
+		extra = v
+	case msgpcode.Bin16, msgpcode.Str16:
+		v, err = be(2)
+		extra = v
+	case msgpcode.Bin32, msgpcode.Str32:
+		v, err = be(4)
+		extra = v
+	case msgpcode.Array16:
+		v, err = be(2)
+		items = v
+	case msgpcode.Array32:
+		v, err = be(4)
+		items = v
+	case msgpcode.Map16:
+		v, err = be(2)
+		items = 2 * v
+	case msgpcode.Map32:
+		v, err = be(4)
+		items = 2 * v
+	case msgpcode.FixExt1:
+		extra = 1 + 1
+	case msgpcode.FixExt2:
+		extra = 1 + 2
+	case msgpcode.FixExt4:
+		extra = 1 + 4
+	case msgpcode.FixExt8:
+		extra = 1 + 8
+	case msgpcode.FixExt16:
+		extra = 1 + 16
+	case msgpcode.Ext8:
+		v, err = be(1)
+		extra = 1 + v
+	case msgpcode.Ext16:
+		v, err = be(2)
+		extra = 1 + v
+	case msgpcode.Ext32:
+		v, err = be(4)
+		extra = 1 + v
+	default:
+		err = fmt.Errorf("msgpack: unknown code %#x", c)
+	}
+	return extra, items, p, err
+}
+
+func (t Type) String() string {
+	switch t {
+	case Nil:
+		return "nil"
+	case Bool:
+		return "bool"
+	case Int:
+		return "int"
+	case Uint:
+		return "uint"
+	case Float:
+		return "float"
+	case Str:
+		return "str"
+	case Bin:
+		return "bin"
+	case Array:
+		return "array"
+	case Map:
+		return "map"
+	case Ext:
+		return "ext"
+	}
+	return "invalid"
+}

@@ -1,0 +1,57 @@
+package sglang
+
+import (
+	"io"
+
+	"github.com/inferrail/inferrail/sidecar/engine"
+	"github.com/inferrail/inferrail/sidecar/engine/internal/wire"
+)
+
+// Names is SGLang's table of metric names. Scheduler gauges carry tp_rank,
+// pp_rank and moe_ep_rank labels; series of non-zero ranks repeat rank 0's
+// values and are ignored. NumGPUBlocks is max_total_num_tokens / page_size.
+var Names = engine.MetricNames{
+	Kind:             engine.KindSGLang,
+	Prefix:           "sglang:",
+	RankLabel:        "dp_rank",
+	ReplicaLabels:    []string{"tp_rank", "pp_rank", "moe_ep_rank"},
+	Running:          []string{"sglang:num_running_reqs"},
+	Waiting:          []string{"sglang:num_queue_reqs"},
+	KVUsage:          []string{"sglang:token_usage"},
+	PromptTokens:     []string{"sglang:prompt_tokens_total", "sglang:prompt_tokens"},
+	GenerationTokens: []string{"sglang:generation_tokens_total", "sglang:generation_tokens"},
+	// SGLang counts no prefix queries: every prompt token is looked up.
+	PrefixQueries:  []string{"sglang:prompt_tokens_total", "sglang:prompt_tokens"},
+	PrefixHits:     []string{"sglang:cached_tokens_total", "sglang:cached_tokens"},
+	Preemptions:    []string{"sglang:num_retracted_reqs"},
+	BlockSizeGauge: "sglang:page_size",
+	CapacityTokens: "sglang:max_total_num_tokens",
+}
+
+// Adapter is the SGLang engine adapter.
+type Adapter struct{}
+
+var _ engine.Adapter = Adapter{}
+
+// Kind returns engine.KindSGLang.
+func (Adapter) Kind() engine.Kind { return engine.KindSGLang }
+
+// DecodeBatch decodes an SGLang KV-event payload; see the package function.
+func (Adapter) DecodeBatch(payload []byte) (engine.Batch, error) { return DecodeBatch(payload) }
+
+// ParseMetrics reads an SGLang metrics page.
+func (Adapter) ParseMetrics(r io.Reader, maxBytes int64) (engine.Load, error) {
+	return engine.ParseLoad(r, maxBytes, Names)
+}
+
+// MetricNames returns Names.
+func (Adapter) MetricNames() engine.MetricNames { return Names }
+
+// DecodeBatch decodes an SGLang KV-event batch: [ts, events, attn_dp_rank] with
+// array-encoded events BlockStored (7 elements), BlockStoredWithMetadata (8,
+// the last a {cache_salt} map), BlockRemoved and AllBlocksCleared; CPU_PINNED
+// is reported as engine.MediumCPU. Tagged-map events (proposed upstream) are
+// accepted too.
+func DecodeBatch(payload []byte) (engine.Batch, error) {
+	return wire.DecodeBatch(payload)
+}

@@ -1,0 +1,200 @@
+package sidecar
+
+import (
+	"bytes"
+	"crypto/tls"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// promptObserver receives the prompts of requests the engine accepted (a 2xx
+// response), for the approximate block set. It must not block.
+type promptObserver interface {
+	observePrompt(hashes [][]kvblock.Hash)
+}
+
+// proxy is the data path: a reverse proxy to the engine that streams every
+// response unbuffered, removes hop-by-hop headers, cancels the engine request
+// when the client goes away and counts the work in flight.
+type proxy struct {
+	cfg     ProxyConfig
+	log     *slog.Logger
+	m       *metrics
+	rp      *httputil.ReverseProxy
+	counts  inflight
+	inspect *promptInspector
+	observe promptObserver // may be nil
+}
+
+// newEngineTransport returns the pooled HTTP/1.1 transport to the engine.
+func newEngineTransport(cfg ProxyConfig) *http.Transport {
+	d := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:               nil, // the engine is local: never through an HTTP proxy
+		DialContext:         d.DialContext,
+		MaxIdleConns:        cfg.MaxIdleConnsPerHost,
+		MaxIdleConnsPerHost: cfg.MaxIdleConnsPerHost,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // forward bytes as the engine sent them
+		ForceAttemptHTTP2:   false,
+		// A non-nil empty map disables HTTP/2 negotiation: HTTP/1.1 only.
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}
+}
+
+// reqState travels with one request through the reverse proxy.
+type reqState struct {
+	latch  firstByteLatch
+	hashes [][]kvblock.Hash
+}
+
+type reqStateKey struct{}
+
+func newProxy(target *url.URL, cfg ProxyConfig, tr http.RoundTripper, inspect *promptInspector, observe promptObserver, log *slog.Logger, m *metrics) *proxy {
+	p := &proxy{cfg: cfg, log: log, m: m, inspect: inspect, observe: observe}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+		},
+		Transport:      firstByteTransport{next: tr},
+		FlushInterval:  -1, // flush every write: SSE frames go out as they come
+		ErrorHandler:   p.upstreamError,
+		ModifyResponse: p.responseStarted,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	return p
+}
+
+// firstByteTransport releases the request's first-byte latch as soon as the
+// engine's response headers arrive (or the round trip fails).
+type firstByteTransport struct{ next http.RoundTripper }
+
+func (t firstByteTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if st, ok := r.Context().Value(reqStateKey{}).(*reqState); ok {
+		st.latch.release()
+	}
+	return resp, err
+}
+
+// ServeHTTP forwards one request to the engine.
+func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.counts.inFlight.Add(1)
+	defer p.counts.inFlight.Add(-1)
+	p.counts.waiting.Add(1)
+	st := &reqState{latch: firstByteLatch{waiting: &p.counts.waiting}}
+	defer st.latch.release()
+
+	if r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/completions") {
+		tokens, err := p.readPrompt(r, st, r.URL.Path == "/v1/chat/completions")
+		if err != nil {
+			p.m.proxyRequests.WithLabelValues("client_error").Inc()
+			writeOpenAIError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("read request body: %v", err))
+			return
+		}
+		p.counts.promptTokens.Add(int64(tokens))
+		defer p.counts.promptTokens.Add(-int64(tokens))
+	}
+	ctx := context.WithValue(r.Context(), reqStateKey{}, st)
+	p.rp.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// readPrompt reads a small enough body to count its prompt tokens and learn
+// its block hashes, and puts it back for forwarding byte for byte. A body
+// larger than MaxInspectBytes is streamed unread and counted as untokenized.
+func (p *proxy) readPrompt(r *http.Request, st *reqState, chat bool) (int, error) {
+	if r.ContentLength > p.cfg.MaxInspectBytes {
+		p.m.promptsUntokenized.WithLabelValues("too_large").Inc()
+		return 0, nil
+	}
+	head, err := io.ReadAll(io.LimitReader(r.Body, p.cfg.MaxInspectBytes+1))
+	if err != nil {
+		return 0, err
+	}
+	if int64(len(head)) > p.cfg.MaxInspectBytes {
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		p.m.promptsUntokenized.WithLabelValues("too_large").Inc()
+		return 0, nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(head))
+	r.ContentLength = int64(len(head))
+	info, ok := p.inspect.inspect(head, chat)
+	switch {
+	case !ok:
+		p.m.promptsUntokenized.WithLabelValues("unparsed").Inc()
+	case info.hashes == nil:
+		p.m.promptsUntokenized.WithLabelValues("no_tokenizer").Inc()
+	}
+	st.hashes = info.hashes
+	return info.tokens, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// responseStarted runs when the engine's headers arrive.
+func (p *proxy) responseStarted(resp *http.Response) error {
+	p.m.proxyRequests.WithLabelValues(strconv.Itoa(resp.StatusCode / 100 * 100)).Inc()
+	if resp.StatusCode/100 == 2 && p.observe != nil {
+		if st, ok := resp.Request.Context().Value(reqStateKey{}).(*reqState); ok && st.hashes != nil {
+			p.observe.observePrompt(st.hashes)
+		}
+	}
+	return nil
+}
+
+// upstreamError answers a request the engine could not take: an
+// OpenAI-shaped 502, or nothing at all for a client that already left.
+func (p *proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil || errors.Is(err, context.Canceled) {
+		p.m.proxyRequests.WithLabelValues("client_gone").Inc()
+		return
+	}
+	p.m.proxyRequests.WithLabelValues("upstream_error").Inc()
+	p.log.Warn("engine request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	writeOpenAIError(w, http.StatusBadGateway, "BadGateway", "the engine is unreachable: "+err.Error())
+}
+
+// openAIError is vLLM's error body.
+type openAIError struct {
+	Error openAIErrorBody `json:"error"`
+}
+
+type openAIErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    int     `json:"code"`
+}
+
+func writeOpenAIError(w http.ResponseWriter, status int, typ, msg string) {
+	b, _ := json.Marshal(openAIError{Error: openAIErrorBody{Message: msg, Type: typ, Code: status}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// dataPathProtocols serves HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on
+// the same plain-text port.
+func dataPathProtocols() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return &p
+}
