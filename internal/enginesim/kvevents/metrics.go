@@ -12,6 +12,7 @@ import (
 type metrics struct {
 	batches        prometheus.Counter
 	events         *prometheus.CounterVec
+	byType         [AllBlocksCleared + 1]prometheus.Counter // children of events
 	dropped        prometheus.Counter
 	replayRequests prometheus.Counter
 }
@@ -41,7 +42,7 @@ func newMetrics(reg prometheus.Registerer, rank int) (*metrics, error) {
 		}),
 	}
 	for _, t := range []EventType{BlockStored, BlockRemoved, AllBlocksCleared} {
-		m.events.WithLabelValues(t.String())
+		m.byType[t] = m.events.WithLabelValues(t.String())
 	}
 	if reg == nil {
 		return m, nil

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/inferrail/inferrail/internal/enginesim"
 )
 
-var _ enginesim.KVEventSink = (*Publisher)(nil)
+// Publisher implements enginesim.KVEventSink. This package does not import
+// enginesim, so that the simulator's packages may import it without a cycle;
+// sink_test.go checks the implementation.
 
 // batch is one engine step's events, waiting in the queue to be published.
 type batch struct {
@@ -55,6 +55,7 @@ type Publisher struct {
 	ring       ring       // published batches kept for replay
 	addr       string     // bound PUB endpoint ("" when connecting)
 	replayAddr string     // bound ROUTER endpoint ("" without replay)
+	socks      *sockets   // the open sockets while Run runs
 }
 
 // New returns a Publisher for data-parallel rank rank, publishing payloads in
@@ -226,6 +227,9 @@ func (p *Publisher) Run(ctx context.Context) error {
 		return err
 	}
 	defer s.close()
+	p.ringMu.Lock()
+	p.socks = s
+	p.ringMu.Unlock()
 	close(p.ready)
 	p.log.Info("publishing kv events", "endpoint", p.endpoint, "bind", ShouldBind(p.endpoint),
 		"replay_endpoint", p.replayEndpoint, "format", string(p.format), "topic", p.cfg.Topic)
@@ -270,7 +274,9 @@ func (p *Publisher) publish(s *sockets, b *batch, buf []byte) []byte {
 	}
 	p.m.batches.Inc()
 	for i := range b.events {
-		p.m.events.WithLabelValues(b.events[i].Type.String()).Inc()
+		if t := b.events[i].Type; t >= BlockStored && t <= AllBlocksCleared {
+			p.m.byType[t].Inc()
+		}
 	}
 	return buf
 }
