@@ -1,0 +1,75 @@
+package sidecar
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/tokenize/simtok"
+)
+
+func TestPromptInspect(t *testing.T) {
+	const bs = 4
+	seed := kvblock.NewSeed("m", "", "")
+	salted := kvblock.NewSeed("m", "", "s1")
+	chatIDs := simtok.Encode(simtok.RenderChat([]simtok.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hello there"}}, true, false), false)
+	textIDs := simtok.Encode("the quick brown fox jumps", true)
+	tests := []struct {
+		name  string
+		chat  bool
+		tok   Tokenizer
+		body  string
+		want  promptInfo
+		wantK bool
+	}{
+		{"chat string content", true, simTokenizer{}, `{"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hello there"}]}`,
+			promptInfo{tokens: len(chatIDs), exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, seed, chatIDs, bs)}}, true},
+		{"chat text parts", true, simTokenizer{}, `{"messages":[{"role":"system","content":[{"type":"text","text":"be "},{"type":"image_url"},{"type":"text","text":"brief"}]},{"role":"user","content":"hello there"}]}`,
+			promptInfo{tokens: len(chatIDs), exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, seed, chatIDs, bs)}}, true},
+		{"chat no tokenizer estimates", true, nil, `{"messages":[{"role":"user","content":"abcdefgh"}]}`,
+			promptInfo{tokens: 3}, true},
+		{"completion text", false, simTokenizer{}, `{"prompt":"the quick brown fox jumps"}`,
+			promptInfo{tokens: len(textIDs), exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, seed, textIDs, bs)}}, true},
+		{"completion salted", false, simTokenizer{}, `{"prompt":"the quick brown fox jumps","cache_salt":"s1"}`,
+			promptInfo{tokens: len(textIDs), exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, salted, textIDs, bs)}}, true},
+		{"completion token ids without tokenizer", false, nil, `{"prompt":[1,2,3,4,5,6,7,8,9]}`,
+			promptInfo{tokens: 9, exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, seed, []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9}, bs)}}, true},
+		{"completion batch of ids", false, nil, `{"prompt":[[1,2,3,4],[5]]}`,
+			promptInfo{tokens: 5, exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, seed, []uint32{1, 2, 3, 4}, bs), nil}}, true},
+		{"completion text without tokenizer", false, nil, `{"prompt":["abcd","efghi"]}`,
+			promptInfo{tokens: 3}, true},
+		{"not json", false, simTokenizer{}, `{"prompt":`, promptInfo{}, false},
+		{"no prompt", false, simTokenizer{}, `{"model":"m"}`, promptInfo{}, false},
+		{"no messages", true, simTokenizer{}, `{"model":"m"}`, promptInfo{}, false},
+		{"bad content", true, simTokenizer{}, `{"messages":[{"role":"user","content":7}]}`, promptInfo{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &promptInspector{tok: tt.tok, model: func() string { return "m" }, blockSize: func() int { return bs }}
+			got, ok := p.inspect([]byte(tt.body), tt.chat)
+			if ok != tt.wantK {
+				t.Fatalf("ok = %v, want %v", ok, tt.wantK)
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(promptInfo{})); diff != "" {
+				t.Errorf("inspect (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func FuzzPromptInspect(f *testing.F) {
+	for _, s := range []string{`{"prompt":"x"}`, `{"prompt":[1,2]}`, `{"messages":[{"role":"u","content":[{"type":"text","text":"a"}]}]}`, `[]`, `null`} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, chat bool) {
+		p := &promptInspector{tok: simTokenizer{}, model: func() string { return "m" }, blockSize: func() int { return 16 }}
+		info, ok := p.inspect(b, chat)
+		if !ok && (info.tokens != 0 || info.hashes != nil) {
+			t.Errorf("rejected body yielded %+v", info)
+		}
+		if info.tokens < 0 {
+			t.Errorf("negative token count %d", info.tokens)
+		}
+	})
+}
