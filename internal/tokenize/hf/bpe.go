@@ -1,0 +1,385 @@
+package hf
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// bpe is the BPE model of tokenizer.json: a vocabulary, ranked merges and
+// the options that change how a word is cut into initial symbols.
+type bpe struct {
+	vocab   map[string]uint32
+	idToTok []string // by id; "" where the id is unused
+	// merges maps a pair (left<<32 | right) to (rank<<32 | merged id).
+	merges        map[uint64]uint64
+	unkID         uint32
+	hasUnk        bool
+	fuseUnk       bool
+	byteFallback  bool
+	ignoreMerges  bool
+	contPrefix    string
+	endSuffix     string
+	byteTokens    [256]uint32 // ids of "<0xXX>" when byteFallback
+	hasByteTokens bool
+}
+
+type bpeJSON struct {
+	Type                    string            `json:"type"`
+	Dropout                 *float64          `json:"dropout"`
+	UnkToken                *string           `json:"unk_token"`
+	ContinuingSubwordPrefix *string           `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string           `json:"end_of_word_suffix"`
+	FuseUnk                 bool              `json:"fuse_unk"`
+	ByteFallback            bool              `json:"byte_fallback"`
+	IgnoreMerges            bool              `json:"ignore_merges"`
+	Vocab                   map[string]uint32 `json:"vocab"`
+	Merges                  json.RawMessage   `json:"merges"`
+}
+
+// parseModel builds the model of a tokenizer.json; only BPE is supported.
+func parseModel(raw json.RawMessage) (*bpe, error) {
+	if isNull(raw) {
+		return nil, fmt.Errorf("model is missing")
+	}
+	var v bpeJSON
+	if err := strictUnmarshal(raw, &v); err != nil {
+		typ, terr := componentType(raw)
+		if terr == nil && typ != "" && typ != "BPE" {
+			return nil, fmt.Errorf("model %q is not supported", typ)
+		}
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	if v.Type != "" && v.Type != "BPE" {
+		return nil, fmt.Errorf("model %q is not supported", v.Type)
+	}
+	if v.Dropout != nil && *v.Dropout != 0 {
+		return nil, fmt.Errorf("model BPE: dropout %v is not supported (encoding would not be deterministic)", *v.Dropout)
+	}
+	m := &bpe{
+		vocab:        v.Vocab,
+		fuseUnk:      v.FuseUnk,
+		byteFallback: v.ByteFallback,
+		ignoreMerges: v.IgnoreMerges,
+	}
+	if v.ContinuingSubwordPrefix != nil {
+		m.contPrefix = *v.ContinuingSubwordPrefix
+	}
+	if v.EndOfWordSuffix != nil {
+		m.endSuffix = *v.EndOfWordSuffix
+	}
+	maxID := uint32(0)
+	for _, id := range m.vocab {
+		maxID = max(maxID, id)
+	}
+	if len(m.vocab) > 0 {
+		m.idToTok = make([]string, maxID+1)
+	}
+	for tok, id := range m.vocab {
+		m.idToTok[id] = tok
+	}
+	if v.UnkToken != nil {
+		id, ok := m.vocab[*v.UnkToken]
+		if !ok {
+			return nil, fmt.Errorf("model BPE: unk_token %q is not in the vocabulary", *v.UnkToken)
+		}
+		m.unkID, m.hasUnk = id, true
+	}
+	if m.byteFallback {
+		m.hasByteTokens = true
+		for b := 0; b < 256; b++ {
+			id, ok := m.vocab[fmt.Sprintf("<0x%02X>", b)]
+			if !ok {
+				m.hasByteTokens = false
+				break
+			}
+			m.byteTokens[b] = id
+		}
+	}
+	pairs, err := parseMerges(v.Merges)
+	if err != nil {
+		return nil, fmt.Errorf("model BPE: %w", err)
+	}
+	m.merges = make(map[uint64]uint64, len(pairs))
+	var buf []byte
+	for rank, p := range pairs {
+		a, ok := m.vocab[p[0]]
+		if !ok {
+			return nil, fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", rank, p[0])
+		}
+		b, ok := m.vocab[p[1]]
+		if !ok {
+			return nil, fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", rank, p[1])
+		}
+		right := p[1]
+		if m.contPrefix != "" && strings.HasPrefix(right, m.contPrefix) {
+			right = right[len(m.contPrefix):]
+		}
+		buf = append(append(buf[:0], p[0]...), right...)
+		n, ok := m.vocab[string(buf)]
+		if !ok {
+			return nil, fmt.Errorf("model BPE: merge %d: %q is not in the vocabulary", rank, buf)
+		}
+		// A later duplicate of a pair replaces the earlier one, as the Rust
+		// library's map collection does.
+		m.merges[uint64(a)<<32|uint64(b)] = uint64(rank)<<32 | uint64(n)
+	}
+	return m, nil
+}
+
+// parseMerges reads merges as ["a b", ...] or [["a", "b"], ...].
+func parseMerges(raw json.RawMessage) ([][2]string, error) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return nil, nil
+	}
+	var asStrings []string
+	if err := json.Unmarshal(t, &asStrings); err == nil {
+		out := make([][2]string, len(asStrings))
+		for i, s := range asStrings {
+			a, b, ok := strings.Cut(s, " ")
+			if !ok || strings.Contains(b, " ") {
+				return nil, fmt.Errorf("merge %d: %q is not two space-separated tokens", i, s)
+			}
+			out[i] = [2]string{a, b}
+		}
+		return out, nil
+	}
+	var asPairs [][2]string
+	if err := json.Unmarshal(t, &asPairs); err != nil {
+		return nil, fmt.Errorf("merges: %w", err)
+	}
+	return asPairs, nil
+}
+
+// symbol is one node of the doubly linked list a word is merged in.
+type symbol struct {
+	id         uint32
+	prev, next int32
+	len        int32 // bytes of the word it covers; 0 once merged away
+}
+
+// mergeCand is a candidate merge of the symbol at pos with its next one.
+type mergeCand struct {
+	pos   int32
+	rank  uint32
+	newID uint32
+}
+
+func (a mergeCand) less(b mergeCand) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	return a.pos < b.pos
+}
+
+// candHeap is a binary min-heap of merge candidates.
+type candHeap []mergeCand
+
+func (h *candHeap) push(c mergeCand) {
+	*h = append(*h, c)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s[i].less(s[p]) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *candHeap) pop() mergeCand {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && s[r].less(s[l]) {
+			m = r
+		}
+		if !s[m].less(s[i]) {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
+}
+
+// bpeScratch holds the reusable buffers of one word's encoding.
+type bpeScratch struct {
+	syms []symbol
+	heap candHeap
+	buf  []byte
+}
+
+// tokenize appends the ids of word w to dst.
+func (m *bpe) tokenize(w string, dst []uint32, sc *bpeScratch) []uint32 {
+	if w == "" {
+		return dst
+	}
+	if m.ignoreMerges {
+		if id, ok := m.vocab[w]; ok {
+			return append(dst, id)
+		}
+	}
+	syms := sc.syms[:0]
+	add := func(id uint32, n int) {
+		syms = append(syms, symbol{id: id, prev: int32(len(syms)) - 1, next: -1, len: int32(n)})
+		if len(syms) > 1 {
+			syms[len(syms)-2].next = int32(len(syms)) - 1
+		}
+	}
+	unkLen := -1 // pending unknown run, in bytes; -1 when none
+	for i := 0; i < len(w); {
+		_, size := utf8.DecodeRuneInString(w[i:])
+		s := w[i : i+size]
+		first, last := i == 0, i+size == len(w)
+		key := s
+		if (!first && m.contPrefix != "") || (last && m.endSuffix != "") {
+			b := sc.buf[:0]
+			if !first {
+				b = append(b, m.contPrefix...)
+			}
+			b = append(b, s...)
+			if last {
+				b = append(b, m.endSuffix...)
+			}
+			sc.buf = b
+			key = string(b)
+		}
+		i += size
+		if id, ok := m.vocab[key]; ok {
+			if unkLen >= 0 {
+				add(m.unkID, unkLen)
+				unkLen = -1
+			}
+			add(id, size)
+			continue
+		}
+		if m.byteFallback && m.hasByteTokens {
+			for j := 0; j < len(key); j++ {
+				add(m.byteTokens[key[j]], 1)
+			}
+			continue
+		}
+		if m.hasUnk {
+			switch {
+			case unkLen >= 0 && m.fuseUnk:
+				unkLen += size
+			case unkLen >= 0:
+				add(m.unkID, unkLen)
+				unkLen = size
+			default:
+				unkLen = size
+			}
+		}
+	}
+	if unkLen >= 0 {
+		add(m.unkID, unkLen)
+	}
+	sc.syms = syms
+	if len(syms) > 1 && len(m.merges) > 0 {
+		m.mergeAll(sc)
+		syms = sc.syms
+	}
+	for _, s := range syms {
+		if s.len != 0 {
+			dst = append(dst, s.id)
+		}
+	}
+	return dst
+}
+
+// mergeAll applies the merges in rank order (ties: leftmost first), the
+// priority-queue algorithm of the Rust library.
+func (m *bpe) mergeAll(sc *bpeScratch) {
+	syms := sc.syms
+	h := sc.heap[:0]
+	for i := 0; i+1 < len(syms); i++ {
+		if v, ok := m.merges[uint64(syms[i].id)<<32|uint64(syms[i+1].id)]; ok {
+			h = append(h, mergeCand{pos: int32(i), rank: uint32(v >> 32), newID: uint32(v)})
+		}
+	}
+	// Heapify.
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDown(h, i)
+	}
+	for len(h) > 0 {
+		top := h.pop()
+		cur := &syms[top.pos]
+		if cur.len == 0 || cur.next == -1 {
+			continue
+		}
+		nextPos := cur.next
+		right := syms[nextPos]
+		v, ok := m.merges[uint64(cur.id)<<32|uint64(right.id)]
+		if !ok || uint32(v) != top.newID {
+			continue
+		}
+		cur.id = top.newID
+		cur.len += right.len
+		cur.next = right.next
+		syms[nextPos].len = 0
+		if right.next >= 0 && int(right.next) < len(syms) {
+			syms[right.next].prev = top.pos
+		}
+		if cur.prev >= 0 {
+			p := syms[cur.prev]
+			if v, ok := m.merges[uint64(p.id)<<32|uint64(cur.id)]; ok {
+				h.push(mergeCand{pos: cur.prev, rank: uint32(v >> 32), newID: uint32(v)})
+			}
+		}
+		if cur.next >= 0 && int(cur.next) < len(syms) {
+			n := syms[cur.next]
+			if v, ok := m.merges[uint64(cur.id)<<32|uint64(n.id)]; ok {
+				h.push(mergeCand{pos: top.pos, rank: uint32(v >> 32), newID: uint32(v)})
+			}
+		}
+	}
+	sc.heap = h
+}
+
+func siftDown(s candHeap, i int) {
+	n := len(s)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && s[r].less(s[l]) {
+			m = r
+		}
+		if !s[m].less(s[i]) {
+			return
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+}
+
+// token returns the vocabulary string of id.
+func (m *bpe) token(id uint32) (string, bool) {
+	if int(id) >= len(m.idToTok) {
+		return "", false
+	}
+	t := m.idToTok[id]
+	if t == "" {
+		_, ok := m.vocab[""]
+		return "", ok && m.vocab[""] == id
+	}
+	return t, true
+}

