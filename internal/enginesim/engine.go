@@ -1,0 +1,403 @@
+package enginesim
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// maxLag is how far the virtual timeline may fall behind the wall clock
+// (a slow machine, a long GC) before the engine re-anchors it to now.
+const maxLag = 20 * time.Millisecond
+
+// Engine is one simulated vLLM engine core: a step loop with continuous
+// batching and chunked prefill, a vLLM-style block pool with prefix caching,
+// a per-step latency model and vLLM's (or SGLang's) metrics.
+//
+// Submit, Abort (through Stream), ResetPrefixCache, CachedBlocks, Restart
+// and Load are safe to call from any goroutine while Run is running. Events
+// reach the KVEventSink from the step loop (and from ResetPrefixCache while
+// the engine is idle), always under the engine's lock, one call at a time.
+type Engine struct {
+	cfg  EngineConfig
+	log  *slog.Logger
+	m    rankMetrics
+	sink KVEventSink
+
+	wake chan struct{} // a submission or reset arrived (buffered, 1)
+
+	mu       sync.Mutex // protects the fields below
+	pool     *blockPool
+	events   []kvEvent // prefix-cache events of the step in flight
+	epoch    uint64    // bumped by Restart; in-flight steps of an old epoch are dropped
+	pending  []*seq    // inside RequestOverhead, by readyAt
+	waiting  []*seq
+	running  []*seq
+	inflight bool // a step is between schedule and apply
+	started  bool
+	stopped  bool
+	stepHook func(*stepPlan) // tests: called with every scheduled step
+}
+
+// NewEngine returns an engine for cfg. m may be nil (no metrics) and events
+// may be nil (no KV events).
+func NewEngine(cfg EngineConfig, log *slog.Logger, m *Metrics, events KVEventSink) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("engine config: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{
+		cfg:  cfg,
+		log:  log.With("engine", cfg.Rank),
+		sink: events,
+		wake: make(chan struct{}, 1),
+		m:    noopMetrics{},
+	}
+	if m != nil {
+		rm, err := m.bind(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("engine metrics: %w", err)
+		}
+		e.m = rm
+	}
+	e.pool = newBlockPool(cfg.NumGPUBlocks, randomKey(), e.recordEvent)
+	e.m.state(0, 0, 0)
+	return e, nil
+}
+
+func randomKey() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// recordEvent queues a prefix-cache event for the end of the step.
+func (e *Engine) recordEvent(ev kvEvent) {
+	if e.sink != nil {
+		e.events = append(e.events, ev)
+	}
+}
+
+// flushEvents hands the queued events to the sink as one batch at ts.
+func (e *Engine) flushEvents(ts time.Time) {
+	if e.sink == nil || len(e.events) == 0 {
+		return
+	}
+	for _, ev := range e.events {
+		switch ev.kind {
+		case evStored:
+			var parent *uint64
+			if ev.hasParent {
+				p := ev.parent
+				parent = &p
+			}
+			e.sink.BlockStored(ev.hashes, parent, ev.tokens, e.cfg.BlockSize, ev.lora)
+		case evRemoved:
+			e.sink.BlockRemoved(ev.hashes[0])
+		case evCleared:
+			e.sink.AllBlocksCleared()
+		}
+	}
+	clear(e.events)
+	e.events = e.events[:0]
+	e.sink.EndStep(ts)
+}
+
+// Submit queues r and returns its output stream. It fails with a
+// *PromptTooLongError when r can never be served (prompt plus MaxTokens over
+// MaxModelLen, or more KV than the engine has), with ErrInvalidRequest for a
+// malformed request and with ErrEngineStopped after Run returned.
+func (e *Engine) Submit(r *Request) (*Stream, error) {
+	switch {
+	case r == nil:
+		return nil, fmt.Errorf("submit: %w: nil request", ErrInvalidRequest)
+	case len(r.Prompt) == 0:
+		return nil, fmt.Errorf("submit %q: %w: empty prompt", r.ID, ErrInvalidRequest)
+	case r.Generate == nil:
+		return nil, fmt.Errorf("submit %q: %w: no generator", r.ID, ErrInvalidRequest)
+	case r.MaxTokens < 1:
+		return nil, fmt.Errorf("submit %q: %w: max_tokens must be >= 1, got %d", r.ID, ErrInvalidRequest, r.MaxTokens)
+	case r.MinTokens < 0:
+		return nil, fmt.Errorf("submit %q: %w: min_tokens must be >= 0, got %d", r.ID, ErrInvalidRequest, r.MinTokens)
+	}
+	if len(r.Prompt)+r.MaxTokens > e.cfg.MaxModelLen {
+		return nil, &PromptTooLongError{PromptTokens: len(r.Prompt), MaxTokens: r.MaxTokens, MaxModelLen: e.cfg.MaxModelLen}
+	}
+	// The KV of the last generated token is never computed.
+	if need := len(r.Prompt) + r.MaxTokens - 1; need > e.cfg.kvTokens() {
+		return nil, &PromptTooLongError{PromptTokens: len(r.Prompt), MaxTokens: r.MaxTokens, MaxModelLen: e.cfg.MaxModelLen, KVCapacity: e.cfg.kvTokens()}
+	}
+
+	arrival := r.Arrival
+	if arrival.IsZero() {
+		arrival = time.Now()
+	}
+	s := &seq{
+		req:          r,
+		promptLen:    len(r.Prompt),
+		cachedTokens: -1,
+		out:          make(chan Output, outCap(r.MaxTokens)),
+	}
+	s.tokens = make([]uint32, len(r.Prompt), len(r.Prompt)+min(r.MaxTokens, 256))
+	copy(s.tokens, r.Prompt)
+	s.hashes = kvblock.Hashes(nil, r.Seed, s.tokens, e.cfg.BlockSize)
+	s.arrival = arrival
+	if !e.cfg.ZeroLatency {
+		s.readyAt = arrival.Add(e.cfg.Latency.RequestOverhead)
+	}
+
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return nil, ErrEngineStopped
+	}
+	s.epoch = e.epoch
+	i := len(e.pending)
+	for i > 0 && e.pending[i-1].readyAt.After(s.readyAt) {
+		i--
+	}
+	e.pending = slices.Insert(e.pending, i, s)
+	e.mu.Unlock()
+	e.signal()
+
+	var once sync.Once
+	abort := func(reason string) {
+		once.Do(func() { e.abort(s, reason) })
+	}
+	return &Stream{Out: s.out, Abort: abort}, nil
+}
+
+func (e *Engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// abort ends s at once: its slot and blocks are freed now, even while a step
+// is in flight (that step's result for s is dropped).
+func (e *Engine) abort(s *seq, reason string) {
+	if reason != "stop" {
+		reason = "abort"
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.state == seqFinished || s.epoch != e.epoch {
+		return
+	}
+	switch s.state {
+	case seqPending:
+		e.pending = slices.DeleteFunc(e.pending, func(x *seq) bool { return x == s })
+	case seqWaiting:
+		e.waiting = slices.DeleteFunc(e.waiting, func(x *seq) bool { return x == s })
+	case seqRunning:
+		e.running = slices.DeleteFunc(e.running, func(x *seq) bool { return x == s })
+	}
+	e.finish(s, reason, nil, time.Now())
+	e.m.state(len(e.running), len(e.waiting), e.pool.usage())
+}
+
+// finish ends s with reason, delivering toks (may be nil) in the final
+// Output. The caller has removed s from the engine's queues.
+func (e *Engine) finish(s *seq, reason string, toks []uint32, t time.Time) {
+	e.releaseBlocks(s)
+	s.state = seqFinished
+	s.push(Output{Tokens: toks, Finished: true, FinishReason: reason, Time: t})
+	f := finishStats{
+		reason:     reason,
+		prompt:     s.promptLen,
+		generation: s.numOutput,
+		cached:     max(s.cachedTokens, 0),
+		e2e:        t.Sub(s.arrival),
+	}
+	if !s.firstToken.IsZero() {
+		f.hasTimes = true
+		queued := s.readyAt
+		if queued.IsZero() {
+			queued = s.arrival
+		}
+		f.queue = s.firstSched.Sub(queued)
+		f.prefill = s.firstToken.Sub(s.firstSched)
+		f.decode = s.lastToken.Sub(s.firstToken)
+		f.inference = s.lastToken.Sub(s.firstSched)
+	}
+	e.m.finished(f)
+}
+
+// Run runs the step loop until ctx is done, then ends every remaining
+// sequence with "abort" and returns nil. Run may be called once.
+func (e *Engine) Run(ctx context.Context) error {
+	e.mu.Lock()
+	if e.started {
+		e.mu.Unlock()
+		return errors.New("engine: run called twice")
+	}
+	e.started = true
+	e.mu.Unlock()
+	defer e.shutdown()
+
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var last time.Time // end of the previous step; zero while idle
+	for {
+		e.mu.Lock()
+		now := time.Now()
+		start := now
+		if !last.IsZero() && !e.cfg.ZeroLatency && now.Sub(last) <= maxLag {
+			start = last
+		}
+		p := e.schedule(start)
+		if len(p.items) == 0 {
+			busy := len(e.running) > 0 || len(e.waiting) > 0
+			var next time.Time
+			if len(e.pending) > 0 {
+				next = e.pending[0].readyAt
+			}
+			e.mu.Unlock()
+			last = time.Time{}
+			if busy && p.preempted > 0 {
+				continue // preemption freed blocks; schedule again
+			}
+			if !e.idle(ctx, timer, next) {
+				return nil
+			}
+			continue
+		}
+		var d time.Duration
+		if !e.cfg.ZeroLatency {
+			d = e.cfg.Latency.StepTime(p.prefills, p.decodes)
+		}
+		p.end = start.Add(d)
+		if e.stepHook != nil {
+			e.stepHook(p)
+		}
+		e.inflight = true
+		e.mu.Unlock()
+
+		if d > 0 && !sleepUntil(ctx, timer, p.end) {
+			return nil
+		}
+
+		e.mu.Lock()
+		e.inflight = false
+		e.apply(p)
+		e.mu.Unlock()
+		last = p.end
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// idle blocks until a submission, the next pending request's readiness
+// (next, if not zero) or the end of ctx; it reports false when ctx ended.
+func (e *Engine) idle(ctx context.Context, timer *time.Timer, next time.Time) bool {
+	if !next.IsZero() {
+		timer.Reset(time.Until(next))
+		defer timer.Stop()
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-e.wake:
+	case <-timer.C:
+	}
+	return true
+}
+
+// sleepUntil sleeps until t on timer; it reports false when ctx ended first.
+func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer.Reset(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// shutdown ends every sequence after Run returns.
+func (e *Engine) shutdown() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stopped = true
+	e.inflight = false
+	e.dropAll()
+}
+
+// dropAll ends every sequence with "abort".
+func (e *Engine) dropAll() {
+	now := time.Now()
+	for _, q := range [][]*seq{e.running, e.waiting, e.pending} {
+		for _, s := range q {
+			e.finish(s, "abort", nil, now)
+		}
+	}
+	clear(e.running)
+	clear(e.waiting)
+	clear(e.pending)
+	e.running, e.waiting, e.pending = e.running[:0], e.waiting[:0], e.pending[:0]
+	e.m.state(0, 0, e.pool.usage())
+}
+
+// apply ends step p: it samples a token for every sequence whose prompt is
+// now computed, finishes sequences that stop, delivers outputs and events,
+// and records metrics.
+func (e *Engine) apply(p *stepPlan) {
+	if p.epoch != e.epoch {
+		return // Restart dropped everything this step computed
+	}
+	bs := e.cfg.BlockSize
+	generated := 0
+	finished := false
+	for _, it := range p.items {
+		s := it.s
+		if s.state != seqRunning {
+			continue // aborted while the step was in flight
+		}
+		if s.computed < s.numTokens() {
+			continue // a prefill chunk that did not reach the end
+		}
+		tok := s.req.Generate(s.numOutput)
+		s.appendToken(tok, bs)
+		s.decoding = true
+		generated++
+		if s.firstToken.IsZero() {
+			s.firstToken = p.end
+			e.m.firstToken(s.promptLen, p.end.Sub(s.arrival))
+		} else {
+			e.m.interToken(p.end.Sub(s.lastToken))
+		}
+		s.lastToken = p.end
+		if reason := s.stopReason(); reason != "" {
+			finished = true // removed from running below
+			e.finish(s, reason, []uint32{tok}, p.end)
+			continue
+		}
+		s.push(Output{Tokens: []uint32{tok}, Time: p.end})
+	}
+	if finished {
+		e.running = slices.DeleteFunc(e.running, func(s *seq) bool { return s.state == seqFinished })
+	}
+	for _, s := range e.running {
+		s.flush()
+	}
+	e.flushEvents(p.end)
+	e.m.step(p.tokens, generated)
+	e.m.state(len(e.running), len(e.waiting), e.pool.usage())
+}
