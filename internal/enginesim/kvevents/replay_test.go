@@ -107,7 +107,7 @@ func TestReplayIgnoresMalformedRequests(t *testing.T) {
 
 	for _, bad := range [][][]byte{
 		{{}, {0, 0, 0, 0, 0, 0, 0, 0}, []byte("extra")}, // 4 frames at the ROUTER
-		{binary.BigEndian.AppendUint64(nil, 0)},          // 2 frames (no delimiter)
+		{binary.BigEndian.AppendUint64(nil, 0)},         // 2 frames (no delimiter)
 	} {
 		if err := dealer.SendMulti(zmq4.NewMsgFrom(bad...)); err != nil {
 			t.Fatal(err)
