@@ -111,11 +111,11 @@ func parsePostProcessor(raw json.RawMessage) (*postProcessor, error) {
 		return p, nil
 	case "BertProcessing", "RobertaProcessing":
 		var v struct {
-			Type           string            `json:"type"`
-			Sep            [2]any            `json:"sep"`
-			Cls            [2]any            `json:"cls"`
-			TrimOffsets    bool              `json:"trim_offsets"`
-			AddPrefixSpace bool              `json:"add_prefix_space"`
+			Type           string `json:"type"`
+			Sep            [2]any `json:"sep"`
+			Cls            [2]any `json:"cls"`
+			TrimOffsets    bool   `json:"trim_offsets"`
+			AddPrefixSpace bool   `json:"add_prefix_space"`
 		}
 		if err := strictUnmarshal(raw, &v); err != nil {
 			return nil, fmt.Errorf("post_processor %s: %w", typ, err)

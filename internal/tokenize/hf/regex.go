@@ -58,7 +58,7 @@ func (r *regex) findAll(s string, dst [][2]int) [][2]int {
 	// offs[i] is the byte offset of rune i; offs[len(runes)] == len(s).
 	offs := make([]int, 0, len(s)+1)
 	for i, c := range s {
-		runes = append(runes, c)
+		runes = append(runes, refRune(c))
 		offs = append(offs, i)
 	}
 	offs = append(offs, len(s))
@@ -79,6 +79,31 @@ func (r *regex) findAll(s string, dst [][2]int) [][2]int {
 		pos = end
 	}
 	return dst
+}
+
+// standIn is a code point unassigned in every Unicode version.
+const standIn = 0x0378
+
+// refRune returns c, or standIn when the reference library's regex engine
+// treats c as unassigned: Go's Unicode tables are newer than Oniguruma's, and
+// a character added since must match the same classes (none) as there.
+func refRune(c rune) rune {
+	if c < standIn {
+		return c
+	}
+	lo, hi := 0, len(onigUnassigned)
+	for lo < hi {
+		m := (lo + hi) / 2
+		switch r := onigUnassigned[m]; {
+		case c < r[0]:
+			hi = m
+		case c > r[1]:
+			lo = m + 1
+		default:
+			return standIn
+		}
+	}
+	return c
 }
 
 // validUTF8 reports whether s is valid UTF-8.
