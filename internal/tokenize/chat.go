@@ -1,0 +1,249 @@
+package tokenize
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// RequestError is a request the engine would reject with 400 (a malformed
+// body, an unsupported content part, a template that raises). The router
+// routes such a request without a prediction.
+type RequestError struct{ Err error }
+
+func (e *RequestError) Error() string { return "bad chat request: " + e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
+
+func badRequest(format string, args ...any) error {
+	return &RequestError{Err: fmt.Errorf(format, args...)}
+}
+
+// hfBaseParams are the parameters of transformers' apply_chat_template;
+// vLLM lets chat_template_kwargs set them even when the template does not
+// name them.
+var hfBaseParams = map[string]bool{
+	"conversation": true, "tools": true, "documents": true, "chat_template": true,
+	"add_generation_prompt": true, "continue_final_message": true, "tokenize": true,
+	"padding": true, "truncation": true, "max_length": true, "return_tensors": true,
+	"return_dict": true, "return_assistant_tokens_mask": true, "tokenizer_kwargs": true,
+}
+
+// chatRequest is the prepared form of an OpenAI chat request.
+type chatRequest struct {
+	tmpl             *chatTemplate
+	vars             map[string]jinja.Value
+	conversation     []jinja.Value
+	continueFinal    bool
+	addSpecialTokens bool
+}
+
+// prepareChat parses body and prepares it as vLLM does before it calls
+// transformers' apply_chat_template.
+func (m *Model) prepareChat(body []byte) (*chatRequest, error) {
+	root, err := decodeJSON(body)
+	if err != nil {
+		return nil, &RequestError{Err: err}
+	}
+	if !root.IsDict() {
+		return nil, badRequest("the body is not a JSON object")
+	}
+	msgsV, ok := dictGet(root, "messages")
+	if !ok || !msgsV.IsList() {
+		return nil, badRequest("messages must be a list")
+	}
+	var tools jinja.Value = jinja.None()
+	hasTools := false
+	if tv, ok := dictGet(root, "tools"); ok && !tv.IsNone() {
+		if !tv.IsList() {
+			return nil, badRequest("tools must be a list")
+		}
+		dumped := make([]jinja.Value, 0, tv.AsList().Len())
+		for _, t := range tv.AsList().Items {
+			d, err := dumpTool(t)
+			if err != nil {
+				return nil, err
+			}
+			dumped = append(dumped, d)
+		}
+		tools = jinja.NewList(dumped)
+		hasTools = true
+	}
+	var tmpl *chatTemplate
+	if src, ok := dictGet(root, "chat_template"); ok && !src.IsNone() {
+		if !m.opts.TrustRequestChatTemplate {
+			return nil, badRequest("chat_template is not allowed in a request unless the server trusts request chat templates")
+		}
+		if !src.IsString() {
+			return nil, badRequest("chat_template must be a string")
+		}
+		tmpl, err = m.requestTemplate(src.AsString())
+		if err != nil {
+			return nil, &RequestError{Err: err}
+		}
+	} else if tmpl, err = m.templates.pick(hasTools); err != nil {
+		return nil, &RequestError{Err: err}
+	}
+
+	agp, err := boolField(root, "add_generation_prompt", true)
+	if err != nil {
+		return nil, err
+	}
+	cfm, err := boolField(root, "continue_final_message", false)
+	if err != nil {
+		return nil, err
+	}
+	ast, err := boolField(root, "add_special_tokens", false)
+	if err != nil {
+		return nil, err
+	}
+	if agp && cfm {
+		return nil, badRequest("cannot set both continue_final_message and add_generation_prompt to true")
+	}
+
+	items := msgsV.AsList().Items
+	conv := make([]jinja.Value, 0, len(items))
+	for i, mv := range items {
+		msg, err := parseMessage(mv, tmpl.format)
+		if err != nil {
+			return nil, badRequest("messages[%d]: %v", i, err)
+		}
+		conv = append(conv, msg)
+	}
+	if err := postprocessMessages(conv); err != nil {
+		return nil, err
+	}
+
+	// vLLM's kwargs, then the request's chat_template_kwargs over them.
+	kw := jinja.NewDict().AsDict()
+	kw.Set("add_generation_prompt", jinja.NewBool(agp))
+	kw.Set("continue_final_message", jinja.NewBool(cfm))
+	kw.Set("tools", tools)
+	docs := jinja.None()
+	if dv, ok := dictGet(root, "documents"); ok {
+		docs = dv
+	}
+	kw.Set("documents", docs)
+	if ck, ok := dictGet(root, "chat_template_kwargs"); ok && !ck.IsNone() {
+		if !ck.IsDict() {
+			return nil, badRequest("chat_template_kwargs must be an object")
+		}
+		d := ck.AsDict()
+		for _, k := range d.Keys {
+			switch k {
+			case "chat_template", "tokenize":
+				return nil, badRequest("unexpected chat template kwarg %q", k)
+			case "messages", "conversation":
+				return nil, badRequest("chat template kwarg %q clashes with the conversation", k)
+			}
+			kw.Set(k, d.Data[k])
+		}
+	}
+	vars := make(map[string]jinja.Value, len(m.specials)+len(kw.Keys)+1)
+	for k, v := range m.specials {
+		vars[k] = v
+	}
+	for _, k := range kw.Keys {
+		if !tmpl.words[k] && !hfBaseParams[k] {
+			continue // vLLM drops kwargs the template cannot use
+		}
+		switch k {
+		case "continue_final_message", "conversation", "padding", "truncation", "max_length",
+			"return_tensors", "return_dict", "return_assistant_tokens_mask", "tokenizer_kwargs":
+			continue // consumed by apply_chat_template, not template variables
+		}
+		vars[k] = kw.Data[k]
+	}
+	if v, ok := kw.Get("continue_final_message"); ok && (tmpl.words["continue_final_message"] || hfBaseParams["continue_final_message"]) {
+		cfm = v.IsTruthy()
+	}
+	if v, ok := vars["add_generation_prompt"]; ok {
+		agp = v.IsTruthy()
+		vars["add_generation_prompt"] = jinja.NewBool(agp)
+	}
+	if agp && cfm {
+		return nil, badRequest("continue_final_message and add_generation_prompt are not compatible")
+	}
+	vars["messages"] = jinja.NewList(conv)
+	if _, ok := vars["tools"]; !ok {
+		vars["tools"] = jinja.None()
+	}
+	if _, ok := vars["documents"]; !ok {
+		vars["documents"] = jinja.None()
+	}
+	return &chatRequest{tmpl: tmpl, vars: vars, conversation: conv, continueFinal: cfm, addSpecialTokens: ast}, nil
+}
+
+func boolField(root jinja.Value, key string, def bool) (bool, error) {
+	v, ok := dictGet(root, key)
+	if !ok || v.IsNone() {
+		return def, nil
+	}
+	if !v.IsBool() {
+		return false, badRequest("%s must be a boolean", key)
+	}
+	return v.AsBool(), nil
+}
+
+// render renders a prepared request, applying continue_final_message the
+// way transformers does: the text is cut right after the final message.
+func (r *chatRequest) render() (string, error) {
+	out, err := r.tmpl.tmpl.RenderValues(r.vars)
+	if err != nil {
+		return "", &RequestError{Err: fmt.Errorf("render chat template: %w", err)}
+	}
+	if !r.continueFinal {
+		return out, nil
+	}
+	if len(r.conversation) == 0 {
+		return "", badRequest("continue_final_message needs a final message")
+	}
+	final, ok := finalText(r.conversation[len(r.conversation)-1])
+	if !ok {
+		return "", badRequest("continue_final_message is set but there is no text to continue in the final message")
+	}
+	stripped := pyStrip(final)
+	loc := strings.LastIndex(out, stripped)
+	if loc < 0 {
+		return "", badRequest("continue_final_message is set but the final message does not appear in the rendered chat")
+	}
+	left := pyLStrip(final)
+	if strings.HasPrefix(out[loc:], left) && left == final {
+		return out[:loc+len(left)], nil
+	}
+	return out[:loc+len(stripped)], nil
+}
+
+func finalText(msg jinja.Value) (string, bool) {
+	c, ok := dictGet(msg, "content")
+	if !ok {
+		return "", false
+	}
+	if c.IsString() {
+		return c.AsString(), true
+	}
+	if c.IsList() {
+		items := c.AsList().Items
+		for i := len(items) - 1; i >= 0; i-- {
+			if t, ok := dictGet(items[i], "text"); ok {
+				if t.IsString() {
+					return t.AsString(), true
+				}
+				return "", false
+			}
+		}
+	}
+	return "", false
+}
+
+// pyIsSpace is Python's str.isspace for one rune.
+func pyIsSpace(r rune) bool {
+	return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f
+}
+
+func pyStrip(s string) string  { return strings.TrimFunc(s, pyIsSpace) }
+func pyLStrip(s string) string { return strings.TrimLeftFunc(s, pyIsSpace) }
+
+var errNotObject = errors.New("not a JSON object")

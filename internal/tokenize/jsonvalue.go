@@ -1,0 +1,160 @@
+package tokenize
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// maxJSONDepth bounds the nesting of a request body, so a hostile body cannot
+// exhaust the stack (Python's json module stops near the same depth).
+const maxJSONDepth = 512
+
+// decodeJSON decodes one JSON document into a template value, keeping the
+// order of object keys (a duplicated key keeps its first position and its last
+// value, as Python's json.loads does). Integers stay integers and numbers
+// written with a fraction or an exponent become floats, as in Python, so
+// tojson prints them back the way Jinja2 does.
+func decodeJSON(data []byte) (jinja.Value, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec, 0)
+	if err != nil {
+		return jinja.Undefined(), err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return jinja.Undefined(), errors.New("invalid json: data after the top-level value")
+	}
+	return v, nil
+}
+
+func decodeValue(dec *json.Decoder, depth int) (jinja.Value, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
+	}
+	return decodeFrom(dec, tok, depth)
+}
+
+func decodeFrom(dec *json.Decoder, tok json.Token, depth int) (jinja.Value, error) {
+	switch t := tok.(type) {
+	case nil:
+		return jinja.None(), nil
+	case bool:
+		return jinja.NewBool(t), nil
+	case string:
+		return jinja.NewString(t), nil
+	case json.Number:
+		return numberValue(string(t)), nil
+	case json.Delim:
+		if depth >= maxJSONDepth {
+			return jinja.Undefined(), fmt.Errorf("invalid json: nested deeper than %d", maxJSONDepth)
+		}
+		switch t {
+		case '[':
+			items := []jinja.Value{}
+			for dec.More() {
+				v, err := decodeValue(dec, depth+1)
+				if err != nil {
+					return jinja.Undefined(), err
+				}
+				items = append(items, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
+			}
+			return jinja.NewList(items), nil
+		case '{':
+			d := jinja.NewDict()
+			dict := d.AsDict()
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
+				}
+				key, ok := kt.(string)
+				if !ok {
+					return jinja.Undefined(), errors.New("invalid json: object key is not a string")
+				}
+				v, err := decodeValue(dec, depth+1)
+				if err != nil {
+					return jinja.Undefined(), err
+				}
+				dict.Set(key, v)
+			}
+			if _, err := dec.Token(); err != nil {
+				return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
+			}
+			return d, nil
+		}
+	}
+	return jinja.Undefined(), fmt.Errorf("invalid json: unexpected token %v", tok)
+}
+
+// numberValue converts a JSON number literal the way Python's json module
+// does: an integer literal is an int (one beyond int64 falls back to a
+// float here), anything with a fraction or exponent is a float.
+func numberValue(s string) jinja.Value {
+	if !strings.ContainsAny(s, ".eE") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return jinja.NewInt(i)
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		// Out of range: Python gives inf; so does ParseFloat, with an error.
+		return jinja.NewFloat(f)
+	}
+	return jinja.NewFloat(f)
+}
+
+// cloneValue deep-copies lists and dicts, so request preparation can edit a
+// message without touching the caller's value.
+func cloneValue(v jinja.Value) jinja.Value {
+	switch {
+	case v.IsList():
+		src := v.AsList().Items
+		items := make([]jinja.Value, len(src))
+		for i, it := range src {
+			items[i] = cloneValue(it)
+		}
+		return jinja.NewList(items)
+	case v.IsDict():
+		src := v.AsDict()
+		d := jinja.NewDict()
+		for _, k := range src.Keys {
+			d.AsDict().Set(k, cloneValue(src.Data[k]))
+		}
+		return d
+	}
+	return v
+}
+
+// dictGet returns d[key] when v is a dict holding key.
+func dictGet(v jinja.Value, key string) (jinja.Value, bool) {
+	if !v.IsDict() {
+		return jinja.Undefined(), false
+	}
+	return v.AsDict().Get(key)
+}
+
+// dictDelete removes key from a dict value, keeping the order of the rest.
+func dictDelete(v jinja.Value, key string) {
+	d := v.AsDict()
+	if _, ok := d.Data[key]; !ok {
+		return
+	}
+	delete(d.Data, key)
+	for i, k := range d.Keys {
+		if k == key {
+			d.Keys = append(d.Keys[:i], d.Keys[i+1:]...)
+			break
+		}
+	}
+}
