@@ -1,8 +1,14 @@
 package tokenize
 
-import "errors"
+import "github.com/inferrail/inferrail/internal/tokenize/hf"
 
-// loadHF loads tokenizer.json from a model directory.
+// loadHF loads tokenizer.json (and its configs) from a model directory.
 func loadHF(dir string) (Encoder, error) {
-	return nil, errors.New("hf tokenizer not available yet")
+	t, err := hf.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
+
+var _ Encoder = (*hf.Tokenizer)(nil)

@@ -211,5 +211,7 @@ func (m *Model) Decode(ids []uint32, skipSpecial bool) (string, error) {
 // simEncoder adapts the builtin:sim tokenizer to Encoder.
 type simEncoder struct{}
 
-func (simEncoder) Encode(text string, add bool) ([]uint32, error) { return simtok.Encode(text, add), nil }
+func (simEncoder) Encode(text string, add bool) ([]uint32, error) {
+	return simtok.Encode(text, add), nil
+}
 func (simEncoder) Decode(ids []uint32, skip bool) (string, error) { return simtok.Decode(ids, skip) }
