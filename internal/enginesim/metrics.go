@@ -99,13 +99,13 @@ type finishStats struct {
 
 type noopMetrics struct{}
 
-func (noopMetrics) state(int, int, float64)      {}
-func (noopMetrics) admitted(int, int)            {}
-func (noopMetrics) preempted(int)                {}
-func (noopMetrics) step(int, int)                {}
+func (noopMetrics) state(int, int, float64)       {}
+func (noopMetrics) admitted(int, int)             {}
+func (noopMetrics) preempted(int)                 {}
+func (noopMetrics) step(int, int)                 {}
 func (noopMetrics) firstToken(int, time.Duration) {}
-func (noopMetrics) interToken(time.Duration)     {}
-func (noopMetrics) finished(finishStats)         {}
+func (noopMetrics) interToken(time.Duration)      {}
+func (noopMetrics) finished(finishStats)          {}
 
 // register registers c on reg, or reuses the collector already registered
 // under the same description.
