@@ -164,7 +164,7 @@ func ExtractLoad(p Page, t MetricNames) (Load, error) {
 		fam   *dto.MetricFamily
 		names []string
 	}{{running, t.Running}, {waiting, t.Waiting}, {usage, t.KVUsage}} {
-		if f.fam == nil || len(f.fam.GetMetric()) == 0 {
+		if f.fam == nil || len(t.byRank(f.fam)) == 0 {
 			missing = append(missing, f.names[0])
 		}
 	}
@@ -187,10 +187,10 @@ func ExtractLoad(p Page, t MetricNames) (Load, error) {
 			if t.isReplica(m) {
 				continue
 			}
-			if bs, err := strconv.Atoi(label(m, "block_size")); err == nil && bs > 0 {
+			if bs, err := strconv.Atoi(label(m, "block_size")); err == nil && bs > 0 && bs <= 1<<20 {
 				l.BlockSize = bs
 			}
-			if nb, err := strconv.Atoi(label(m, "num_gpu_blocks")); err == nil && nb > 0 {
+			if nb, err := strconv.Atoi(label(m, "num_gpu_blocks")); err == nil && nb > 0 && nb <= 1<<40 {
 				blocks[label(m, t.RankLabel)] += float64(nb)
 			}
 		}
