@@ -24,6 +24,7 @@ type blockSink interface {
 // freed last block first, so its first block stays longest.
 type approxSet struct {
 	mu       sync.Mutex // protects the fields below
+	disabled bool       // set while the exact set is in use: prompts are ignored
 	capacity int
 	items    map[kvblock.Hash]*lruNode
 	root     lruNode // sentinel: root.next is the most recently used
@@ -51,6 +52,9 @@ func newApproxSet(capacity int, sink blockSink, onEvict func(int)) *approxSet {
 func (a *approxSet) observePrompt(prompts [][]kvblock.Hash) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.disabled {
+		return
+	}
 	a.added, a.removed = a.added[:0], a.removed[:0]
 	for _, hs := range prompts {
 		// Touch last block first so the first block ends most recent.
@@ -150,10 +154,35 @@ func (a *approxSet) Contains(h kvblock.Hash) bool {
 	return ok
 }
 
-// clear drops every block (the engine restarted or events took over).
+// withBlocks calls fn with the blocks held, under the set's lock, so no
+// change is reported between the copy and the changes that follow.
+func (a *approxSet) withBlocks(fn func([]kvblock.Hash)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]kvblock.Hash, 0, len(a.items))
+	for n := a.root.next; n != &a.root; n = n.next {
+		out = append(out, n.h)
+	}
+	fn(out)
+}
+
+// disable drops every block and ignores prompts from now on (events took
+// over).
+func (a *approxSet) disable() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.disabled = true
+	a.clearLocked()
+}
+
+// clear drops every block.
 func (a *approxSet) clear() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.clearLocked()
+}
+
+func (a *approxSet) clearLocked() {
 	a.items = make(map[kvblock.Hash]*lruNode)
 	a.root.next, a.root.prev = &a.root, &a.root
 }

@@ -103,10 +103,10 @@ type SummaryConfig struct {
 	// Capacity is the number of blocks a filter is sized for; 0 takes the
 	// engine's num_gpu_blocks from cache_config_info.
 	Capacity int `yaml:"capacity"`
-	// RebuildPeriod forces a new epoch this often (0 disables).
+	// RebuildPeriod forces a new epoch this often.
 	RebuildPeriod time.Duration `yaml:"rebuild_period"`
 	// RebuildRemovedFraction starts a new epoch once removals since the last
-	// rebuild pass this fraction of the capacity.
+	// rebuild pass this fraction of the blocks held.
 	RebuildRemovedFraction float64 `yaml:"rebuild_removed_fraction"`
 }
 
@@ -130,6 +130,9 @@ type GossipConfig struct {
 	KeyFile string `yaml:"key_file"`
 	// ClusterLabel separates clusters that share a network.
 	ClusterLabel string `yaml:"cluster_label"`
+	// Profile picks the failure-detection timings: lan (production) or local
+	// (one machine: faster probes).
+	Profile string `yaml:"profile"`
 }
 
 // DefaultConfig returns the defaults every field starts from.
@@ -162,7 +165,8 @@ func DefaultConfig() Config {
 			RebuildRemovedFraction: 0.25,
 		},
 		Gossip: GossipConfig{
-			Bind: "127.0.0.1:7946",
+			Bind:    "127.0.0.1:7946",
+			Profile: "lan",
 		},
 	}
 }
@@ -245,17 +249,20 @@ func (c Config) Validate() error {
 	if c.Summary.Capacity < 0 {
 		bad("summary.capacity", c.Summary.Capacity, "must be >= 0")
 	}
-	if c.Summary.RebuildPeriod < 0 {
-		bad("summary.rebuild_period", c.Summary.RebuildPeriod, "must be >= 0")
+	if c.Summary.RebuildPeriod <= 0 {
+		bad("summary.rebuild_period", c.Summary.RebuildPeriod, "must be > 0")
 	}
 	if f := c.Summary.RebuildRemovedFraction; !(f > 0 && f <= 1) {
 		bad("summary.rebuild_removed_fraction", f, "must be in (0, 1]")
 	}
-	if !isHostPort(c.Gossip.Bind) {
-		bad("gossip.bind", c.Gossip.Bind, "must be host:port")
+	if host, _, err := net.SplitHostPort(c.Gossip.Bind); err != nil || net.ParseIP(host) == nil || !isHostPort(c.Gossip.Bind) {
+		bad("gossip.bind", c.Gossip.Bind, "must be IP:port")
 	}
 	if a := c.Gossip.Advertise; a != "" && net.ParseIP(a) == nil && !isHostPort(a) {
 		bad("gossip.advertise", a, "must be an IP or host:port")
+	}
+	if p := c.Gossip.Profile; p != "lan" && p != "local" {
+		bad("gossip.profile", p, "must be lan or local")
 	}
 	for i, j := range c.Gossip.Join {
 		if !isHostPort(j) {

@@ -25,7 +25,7 @@ func TestLoadConfigFileGood(t *testing.T) {
 	full.Proxy = ProxyConfig{MaxIdleConnsPerHost: 256, DialTimeout: time.Second, MaxInspectBytes: 4 << 20}
 	full.Summary = SummaryConfig{FalsePositiveRate: 0.02, Capacity: 30000, RebuildPeriod: 2 * time.Minute, RebuildRemovedFraction: 0.5}
 	full.Gossip = GossipConfig{
-		Bind: "0.0.0.0:7946", Advertise: "10.0.0.7", NodeName: "engine-0",
+		Bind: "0.0.0.0:7946", Advertise: "10.0.0.7", NodeName: "engine-0", Profile: "local",
 		Join:    []string{"balancer-0.balancer:7946", "balancer-1.balancer:7946"},
 		KeyFile: "/etc/inferrail/gossip.key", ClusterLabel: "prod",
 	}
@@ -128,6 +128,8 @@ func TestValidateEachField(t *testing.T) {
 		{"rebuild fraction", func(c *Config) { c.Summary.RebuildRemovedFraction = 0 }, "summary.rebuild_removed_fraction"},
 		{"gossip bind", func(c *Config) { c.Gossip.Bind = "7946" }, "gossip.bind"},
 		{"advertise", func(c *Config) { c.Gossip.Advertise = "not an ip" }, "gossip.advertise"},
+		{"gossip bind name", func(c *Config) { c.Gossip.Bind = "localhost:7946" }, "gossip.bind must be IP:port"},
+		{"gossip profile", func(c *Config) { c.Gossip.Profile = "wan" }, "gossip.profile"},
 		{"advertise ip ok", func(c *Config) { c.Gossip.Advertise = "10.1.2.3" }, ""},
 		{"ports zero ok", func(c *Config) { c.Listen, c.Admin = "127.0.0.1:0", "127.0.0.1:0" }, ""},
 	}

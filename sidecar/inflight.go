@@ -16,20 +16,24 @@ type DataPathCounts struct {
 	// flight (exact when the prompt was tokenized, else estimated; see
 	// docs/sidecar.md).
 	PromptTokens int64 `json:"prompt_tokens"`
+	// WaitingPromptTokens is the part of PromptTokens whose requests wait
+	// for their first byte: prefill work queued or running in the engine.
+	WaitingPromptTokens int64 `json:"waiting_prompt_tokens"`
 }
 
 // inflight holds the live counts; every field is updated atomically so the
 // request path takes no lock.
 type inflight struct {
-	inFlight, waiting, promptTokens atomic.Int64
+	inFlight, waiting, promptTokens, waitingTokens atomic.Int64
 }
 
 // Counts returns the current counts.
 func (f *inflight) Counts() DataPathCounts {
 	return DataPathCounts{
-		InFlight:         f.inFlight.Load(),
-		WaitingFirstByte: f.waiting.Load(),
-		PromptTokens:     f.promptTokens.Load(),
+		InFlight:            f.inFlight.Load(),
+		WaitingFirstByte:    f.waiting.Load(),
+		PromptTokens:        f.promptTokens.Load(),
+		WaitingPromptTokens: f.waitingTokens.Load(),
 	}
 }
 
@@ -37,12 +41,20 @@ func (f *inflight) Counts() DataPathCounts {
 // the first of: response headers received, an error, or the end of the
 // request.
 type firstByteLatch struct {
-	done    atomic.Bool
-	waiting *atomic.Int64
+	done   atomic.Bool
+	f      *inflight
+	tokens atomic.Int64 // prompt tokens counted as waiting
 }
 
 func (l *firstByteLatch) release() {
 	if l.done.CompareAndSwap(false, true) {
-		l.waiting.Add(-1)
+		l.f.waiting.Add(-1)
+		l.f.waitingTokens.Add(-l.tokens.Load())
 	}
+}
+
+// addTokens counts n prompt tokens as waiting until release.
+func (l *firstByteLatch) addTokens(n int64) {
+	l.tokens.Store(n)
+	l.f.waitingTokens.Add(n)
 }

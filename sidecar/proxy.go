@@ -95,7 +95,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.counts.inFlight.Add(1)
 	defer p.counts.inFlight.Add(-1)
 	p.counts.waiting.Add(1)
-	st := &reqState{latch: firstByteLatch{waiting: &p.counts.waiting}}
+	st := &reqState{latch: firstByteLatch{f: &p.counts}}
 	defer st.latch.release()
 
 	if r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/completions") {
@@ -107,6 +107,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.counts.promptTokens.Add(int64(tokens))
 		defer p.counts.promptTokens.Add(-int64(tokens))
+		st.latch.addTokens(int64(tokens))
 	}
 	ctx := context.WithValue(r.Context(), reqStateKey{}, st)
 	p.rp.ServeHTTP(w, r.WithContext(ctx))

@@ -200,7 +200,7 @@ func TestProxyCounts(t *testing.T) {
 		errc <- err
 	}()
 	waitFor(t, inHandler, "request at the engine")
-	if diff := cmp.Diff(DataPathCounts{InFlight: 1, WaitingFirstByte: 1, PromptTokens: int64(want)}, p.counts.Counts()); diff != "" {
+	if diff := cmp.Diff(DataPathCounts{InFlight: 1, WaitingFirstByte: 1, PromptTokens: int64(want), WaitingPromptTokens: int64(want)}, p.counts.Counts()); diff != "" {
 		t.Errorf("before first byte (-want +got):\n%s", diff)
 	}
 	release <- struct{}{}

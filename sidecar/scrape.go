@@ -23,8 +23,8 @@ type LoadReport struct {
 	Readable bool `json:"readable"`
 	// Err says why the load is unreadable.
 	Err string `json:"err,omitempty"`
-	// Engine is the load read from the engine's metrics page, valid only
-	// when Readable.
+	// Engine is the load read from the engine's metrics page; while not
+	// Readable it is the last readable scrape's (see ScrapedAt).
 	Engine engine.Load `json:"engine"`
 	// DataPath are the sidecar's own exact counts.
 	DataPath DataPathCounts `json:"data_path"`

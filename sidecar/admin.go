@@ -1,0 +1,80 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// adminDeps are what the admin server reads.
+type adminDeps struct {
+	gatherer prometheus.Gatherer
+	// gossip serves /v1/gossip/members and /v1/gossip/state; nil answers 503.
+	gossip http.Handler
+	// summary describes the current summary.
+	summary func() SummaryInfo
+	// load returns the current load report.
+	load func() LoadReport
+	// healthy reports whether the sidecar is serving (nil error) and why
+	// not otherwise.
+	healthy func() error
+	// blocks returns the active block set (source, hashes per medium), for
+	// tests and debugging; it may wait for the event pipeline.
+	blocks func(r *http.Request) (string, map[string][]kvblock.Hash, error)
+}
+
+// BlocksDump is the body of GET /debug/blocks: the router block hashes of
+// the block set that feeds the summary, sorted, per medium.
+type BlocksDump struct {
+	Source string                    `json:"source"`
+	Blocks map[string][]kvblock.Hash `json:"blocks"`
+}
+
+// newAdminHandler returns the admin mux.
+func newAdminHandler(d adminDeps) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := d.healthy(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	gossip := d.gossip
+	if gossip == nil {
+		gossip = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "gossip not running", http.StatusServiceUnavailable)
+		})
+	}
+	mux.Handle("/v1/gossip/", gossip)
+	mux.HandleFunc("GET /v1/summary", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, d.summary())
+	})
+	mux.HandleFunc("GET /v1/load", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, d.load())
+	})
+	mux.HandleFunc("GET /debug/blocks", func(w http.ResponseWriter, r *http.Request) {
+		source, sets, err := d.blocks(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		for _, hs := range sets {
+			slices.Sort(hs)
+		}
+		writeJSON(w, BlocksDump{Source: source, Blocks: sets})
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,163 @@
+package sidecar
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/sidecar/engine"
+)
+
+// exactStatus is the state of the KV-event pipeline.
+type exactStatus struct {
+	// Batches is the number of event batches applied so far.
+	Batches uint64
+	// Complete reports whether the exact set is known to be complete: false
+	// after a gap that replay could not fill, until the set is rebuilt.
+	Complete bool
+	// Blocks is the number of blocks in the exact set.
+	Blocks int
+}
+
+// exactSource is the KV-event pipeline: subscriber, decoder and exact block
+// set, sending every change to the sink it was built with.
+type exactSource interface {
+	// Run subscribes and applies events until ctx is done.
+	Run(ctx context.Context) error
+	// Status returns the pipeline's state. It must not block.
+	Status() exactStatus
+	// Resync calls fn with the whole exact set (router hashes per medium)
+	// from the goroutine that applies changes, between two changes, so the
+	// summary rebuilt in fn misses no change and doubles none. It does not
+	// wait for fn.
+	Resync(fn func(sets map[string][]kvblock.Hash, complete bool))
+}
+
+// controller owns the sidecar's state machine: which block set feeds the
+// summary (exact from events, or approximate from the data path), the
+// engine's capacity, and the load report. Its methods run on one goroutine.
+type controller struct {
+	grace time.Duration
+	log   *slog.Logger
+	m     *metrics
+	now   func() time.Time
+
+	feed   *summaryFeed
+	approx *approxSet
+	exact  exactSource // nil when events are disabled
+
+	mode           string
+	modeV          atomic.Pointer[string] // mode, for other goroutines
+	firstTrafficAt time.Time // first prompt seen while waiting for events
+	capacity       int
+	resyncPending  bool
+}
+
+func newController(grace time.Duration, feed *summaryFeed, approx *approxSet, exact exactSource, log *slog.Logger, m *metrics) *controller {
+	c := &controller{grace: grace, log: log, m: m, now: time.Now, feed: feed, approx: approx, exact: exact}
+	if exact == nil {
+		c.setMode(modeDisabled)
+		log.Warn("KV events disabled (no kv_events.endpoint): keeping an approximate block set from data-path prompts")
+	} else {
+		c.setMode(modeWaiting)
+	}
+	c.resetApprox("start")
+	return c
+}
+
+// modeName returns the current mode; safe from any goroutine.
+func (c *controller) modeName() string {
+	if p := c.modeV.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+func (c *controller) setMode(mode string) {
+	c.mode = mode
+	c.modeV.Store(&mode)
+	for _, m := range eventsModes {
+		v := 0.0
+		if m == mode {
+			v = 1
+		}
+		c.m.eventsMode.WithLabelValues(m).Set(v)
+	}
+}
+
+// resetApprox makes the approximate set the summary's source.
+func (c *controller) resetApprox(reason string) {
+	capacity := c.capacity
+	c.approx.withBlocks(func(hs []kvblock.Hash) {
+		if _, err := c.feed.reset(sourceApprox, map[string][]kvblock.Hash{MediumGPU: hs}, capacity, false, reason); err != nil {
+			c.log.Error("summary rebuild failed", "err", err)
+		}
+	})
+}
+
+// resetExact makes the exact set the summary's source (asynchronously, on
+// the pipeline's goroutine).
+func (c *controller) resetExact(reason string) {
+	capacity := c.capacity
+	c.exact.Resync(func(sets map[string][]kvblock.Hash, complete bool) {
+		if _, err := c.feed.reset(sourceExact, sets, capacity, complete, reason); err != nil {
+			c.log.Error("summary rebuild failed", "err", err)
+		}
+	})
+}
+
+// engineSample takes a readable scrape's capacity into account.
+func (c *controller) engineSample(l engine.Load) {
+	if l.NumGPUBlocks <= 0 || l.NumGPUBlocks == c.capacity {
+		return
+	}
+	first := c.capacity == 0
+	c.capacity = l.NumGPUBlocks
+	c.approx.setCapacity(c.capacity)
+	if first {
+		c.log.Info("engine capacity known", "blocks", c.capacity, "block_size", l.BlockSize)
+	}
+	if c.mode == modeLive {
+		c.resetExact("capacity")
+	} else {
+		c.resetApprox("capacity")
+	}
+}
+
+// tick advances the events state machine.
+func (c *controller) tick() {
+	if c.exact == nil {
+		c.m.blocksHeld.WithLabelValues(sourceApprox).Set(float64(c.approx.Len()))
+		return
+	}
+	st := c.exact.Status()
+	c.m.blocksHeld.WithLabelValues(sourceExact).Set(float64(st.Blocks))
+	c.m.blocksHeld.WithLabelValues(sourceApprox).Set(float64(c.approx.Len()))
+	switch c.mode {
+	case modeWaiting, modeSilent:
+		if st.Batches > 0 {
+			if c.mode == modeSilent {
+				c.log.Info("KV events arrived after all: switching the summary to the exact block set")
+			} else {
+				c.log.Info("KV events live")
+			}
+			c.setMode(modeLive)
+			c.resetExact("source")
+			c.approx.disable()
+			return
+		}
+		if c.mode == modeWaiting && c.approx.Len() > 0 {
+			if c.firstTrafficAt.IsZero() {
+				c.firstTrafficAt = c.now()
+			} else if c.now().Sub(c.firstTrafficAt) >= c.grace {
+				c.log.Warn("the engine publishes no KV events: prompts went through the data path but no event batch arrived; keeping an approximate block set",
+					"grace", c.grace)
+				c.setMode(modeSilent)
+			}
+		}
+	case modeLive:
+		c.feed.setComplete(sourceExact, st.Complete)
+	}
+}

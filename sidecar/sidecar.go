@@ -1,0 +1,399 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/sidecar/engine"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+)
+
+// gossipNode is the sidecar's membership in the gossip (gossip.Node behind
+// an adapter in wire.go).
+type gossipNode interface {
+	// Run joins and disseminates until ctx ends, then leaves the cluster and
+	// shuts down before returning.
+	Run(ctx context.Context) error
+	// SetLoad sets the load announced from the next tick on. It must not
+	// block.
+	SetLoad(LoadReport)
+	// Handler serves /v1/gossip/members and /v1/gossip/state.
+	Handler() http.Handler
+}
+
+// Sidecar is one running sidecar. Build it with New and start it with Run.
+type Sidecar struct {
+	cfg Config
+	log *slog.Logger
+	reg *prometheus.Registry
+	m   *metrics
+
+	engineURL *url.URL
+	transport *http.Transport
+	proxy     *proxy
+	scraper   *scraper
+	feed      *summaryFeed
+	approx    *approxSet
+	ctl       *controller
+	exact     exactSource // nil when events are disabled
+	gossip    gossipNode  // nil only in tests
+
+	model     atomic.Pointer[string]
+	blockSize atomic.Int64
+	modelKnown chan struct{} // closed once model is set
+
+	// lastLoad is the last scrape's outcome and lastGood the last readable
+	// one, written by the scraper and read by the control loop and the admin
+	// server.
+	lastLoad, lastGood atomic.Pointer[scrapeOutcome]
+	draining atomic.Bool
+}
+
+type scrapeOutcome struct {
+	load engine.Load
+	err  error
+	at   time.Time
+}
+
+// New builds a sidecar from a validated config. reg receives every metric
+// (the sidecar's, the gossip node's and the event subscriber's) and is served
+// on the admin port.
+func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sidecar, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("sidecar config: %w", err)
+	}
+	s, err := newSidecar(cfg, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.KVEvents.Endpoint != "" {
+		ex, err := newExactPipeline(cfg, s.waitModel, s.feed.sink(sourceExact), log, reg, s.m)
+		if err != nil {
+			return nil, err
+		}
+		s.exact = ex
+	}
+	g, err := newGossip(cfg, s.feed, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	s.gossip = g
+	s.ctl = newController(cfg.KVEvents.SilentGrace, s.feed, s.approx, s.exact, log, s.m)
+	return s, nil
+}
+
+// newSidecar builds everything but the event pipeline, the gossip node and
+// the controller, which New (or a test) adds.
+func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sidecar, error) {
+	u, err := url.Parse(cfg.EngineURL)
+	if err != nil {
+		return nil, fmt.Errorf("engine url: %w", err)
+	}
+	s := &Sidecar{cfg: cfg, log: log, reg: reg, engineURL: u, modelKnown: make(chan struct{})}
+	s.blockSize.Store(int64(cfg.BlockSize))
+	if cfg.Model != "" {
+		s.setModel(cfg.Model)
+	}
+	s.transport = newEngineTransport(cfg.Proxy)
+	var proxyCounts func() DataPathCounts
+	s.m = newMetrics(reg, func() DataPathCounts { return proxyCounts() })
+	s.feed = newSummaryFeed(cfg.Summary, s.m)
+	s.approx = newApproxSet(int(max(cfg.Summary.Capacity, 1<<15)), s.feed.sink(sourceApprox), func(n int) { s.m.approxEvictions.Add(float64(n)) })
+	var tok Tokenizer
+	if cfg.Tokenizer == TokenizerSim {
+		tok = simTokenizer{}
+	}
+	insp := &promptInspector{tok: tok, model: s.currentModel, blockSize: func() int { return int(s.blockSize.Load()) }}
+	s.proxy = newProxy(u, cfg.Proxy, s.transport, insp, s.approx, log.With("component", "proxy"), s.m)
+	proxyCounts = s.proxy.counts.Counts
+
+	parser := &autoParser{}
+	switch cfg.Engine {
+	case EngineVLLM:
+		parser.tables = []engine.MetricNames{vllmNames()}
+	case EngineSGLang:
+		parser.tables = []engine.MetricNames{sglangNames()}
+	default:
+		parser.tables = []engine.MetricNames{vllmNames(), sglangNames()}
+	}
+	client := &http.Client{Transport: s.transport}
+	metricsURL := u.JoinPath(cfg.Scrape.Path).String()
+	s.scraper = newScraper(cfg.Scrape, httpPageFetcher(client, metricsURL), parser.parse, s.onScrape, log.With("component", "scrape"), s.m)
+	return s, nil
+}
+
+func (s *Sidecar) setModel(m string) {
+	if s.model.CompareAndSwap(nil, &m) {
+		close(s.modelKnown)
+	}
+}
+
+func (s *Sidecar) currentModel() string {
+	if p := s.model.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// waitModel returns the served model name once known.
+func (s *Sidecar) waitModel(ctx context.Context) (string, error) {
+	select {
+	case <-s.modelKnown:
+		return s.currentModel(), nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (s *Sidecar) onScrape(l engine.Load, err error) {
+	if err == nil && l.BlockSize > 0 {
+		s.blockSize.Store(int64(l.BlockSize))
+	}
+	o := &scrapeOutcome{load: l, err: err, at: time.Now()}
+	s.lastLoad.Store(o)
+	if err == nil {
+		s.lastGood.Store(o)
+	}
+}
+
+// Load returns the current load report. While the engine's page is
+// unreadable, Engine and ScrapedAt hold the last readable scrape (if any).
+func (s *Sidecar) Load() LoadReport {
+	r := LoadReport{DataPath: s.proxy.counts.Counts()}
+	if g := s.lastGood.Load(); g != nil {
+		r.Engine, r.ScrapedAt = g.load, g.at
+	}
+	o := s.lastLoad.Load()
+	switch {
+	case o == nil:
+		r.Err = "no scrape yet"
+	case o.err != nil:
+		r.Err = o.err.Error()
+	default:
+		r.Readable = true
+	}
+	return r
+}
+
+// Summary describes the current summary.
+func (s *Sidecar) Summary() SummaryInfo { return s.feed.info() }
+
+// Run serves until ctx ends. Shutdown is ordered: leave the gossip first (so
+// balancers stop sending), then drain the data path (bounded by
+// ShutdownTimeout), then stop the rest.
+func (s *Sidecar) Run(ctx context.Context) error {
+	dataLn, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen data path: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", s.cfg.Admin)
+	if err != nil {
+		dataLn.Close()
+		return fmt.Errorf("listen admin: %w", err)
+	}
+	return s.serve(ctx, dataLn, adminLn)
+}
+
+func (s *Sidecar) serve(ctx context.Context, dataLn, adminLn net.Listener) error {
+	defer s.transport.CloseIdleConnections()
+	s.log.Info("sidecar starting", "data", dataLn.Addr().String(), "admin", adminLn.Addr().String(),
+		"engine", s.cfg.EngineURL, "kv_events", s.cfg.KVEvents.Endpoint)
+	dataSrv := &http.Server{
+		Handler:           s.proxy,
+		Protocols:         dataPathProtocols(),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	var gossipHandler http.Handler
+	if s.gossip != nil {
+		gossipHandler = s.gossip.Handler()
+	}
+	adminSrv := &http.Server{
+		Handler: newAdminHandler(adminDeps{
+			gatherer: s.reg, gossip: gossipHandler, summary: s.Summary, load: s.Load,
+			healthy: s.healthy, blocks: s.blocks,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+
+	// Work lives until the shutdown sequence ends it, not when ctx ends.
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	gossipCtx, leave := context.WithCancel(workCtx)
+	defer leave()
+	g, gctx := errgroup.WithContext(workCtx)
+	named := func(name string, f func() error) {
+		g.Go(func() error {
+			if err := f(); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return nil
+		})
+	}
+	gossipDone := make(chan struct{})
+	named("gossip", func() error {
+		defer close(gossipDone)
+		if s.gossip == nil {
+			<-gossipCtx.Done()
+			return nil
+		}
+		return s.gossip.Run(gossipCtx)
+	})
+	named("data", func() error { return serveHTTP(dataSrv, dataLn) })
+	named("admin", func() error { return serveHTTP(adminSrv, adminLn) })
+	named("scrape", func() error { return s.scraper.Run(gctx) })
+	named("control", func() error { return s.control(gctx) })
+	if s.cfg.Model == "" {
+		named("model", func() error { return s.resolveModel(gctx) })
+	}
+	if s.exact != nil {
+		named("events", func() error { return s.exact.Run(gctx) })
+	}
+	named("shutdown", func() error {
+		select {
+		case <-ctx.Done():
+			s.log.Info("shutting down: leaving the gossip")
+		case <-gctx.Done():
+			s.log.Error("a component failed: shutting down")
+		}
+		s.draining.Store(true)
+		leave()
+		<-gossipDone
+		s.log.Info("left the gossip: draining the data path", "timeout", s.cfg.ShutdownTimeout)
+		dctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+		defer cancel()
+		err := dataSrv.Shutdown(dctx)
+		if err != nil {
+			s.log.Warn("drain timed out: closing the remaining connections", "err", err)
+			_ = dataSrv.Close()
+		}
+		stopWork()
+		actx, acancel := context.WithTimeout(context.Background(), time.Second)
+		defer acancel()
+		_ = adminSrv.Shutdown(actx)
+		return nil
+	})
+	err := g.Wait()
+	s.log.Info("sidecar stopped", "err", err)
+	return err
+}
+
+func serveHTTP(srv *http.Server, ln net.Listener) error {
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// control runs the state machine and publishes the load every scrape
+// interval.
+func (s *Sidecar) control(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.Scrape.Interval)
+	defer t.Stop()
+	var seen *scrapeOutcome
+	summaryGauges := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if o := s.lastLoad.Load(); o != seen && o != nil {
+			seen = o
+			if o.err == nil {
+				s.ctl.engineSample(o.load)
+			}
+		}
+		s.ctl.tick()
+		if s.gossip != nil {
+			s.gossip.SetLoad(s.Load())
+		}
+		if summaryGauges++; summaryGauges%10 == 0 {
+			s.feed.info() // refreshes the summary gauges about once a second
+		}
+	}
+}
+
+// resolveModel asks the engine for its served model name until it answers.
+func (s *Sidecar) resolveModel(ctx context.Context) error {
+	client := &http.Client{Transport: s.transport, Timeout: 5 * time.Second}
+	backoff := 250 * time.Millisecond
+	for {
+		name, err := fetchModel(ctx, client, s.engineURL)
+		if err == nil {
+			s.setModel(name)
+			s.log.Info("served model learned from the engine", "model", name)
+			return nil
+		}
+		s.log.Debug("engine model not known yet", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (s *Sidecar) healthy() error {
+	if s.draining.Load() {
+		return errors.New("draining")
+	}
+	return nil
+}
+
+// blocks returns the active block set for /debug/blocks.
+func (s *Sidecar) blocks(r *http.Request) (string, map[string][]kvblock.Hash, error) {
+	if s.ctl == nil || s.exact == nil || s.ctlMode() != modeLive {
+		var hs []kvblock.Hash
+		s.approx.withBlocks(func(b []kvblock.Hash) { hs = b })
+		return sourceApprox, map[string][]kvblock.Hash{MediumGPU: hs}, nil
+	}
+	type result struct {
+		sets map[string][]kvblock.Hash
+	}
+	ch := make(chan result, 1)
+	s.exact.Resync(func(sets map[string][]kvblock.Hash, _ bool) {
+		cp := make(map[string][]kvblock.Hash, len(sets))
+		for m, hs := range sets {
+			cp[m] = append([]kvblock.Hash(nil), hs...)
+		}
+		ch <- result{cp}
+	})
+	select {
+	case res := <-ch:
+		return sourceExact, res.sets, nil
+	case <-r.Context().Done():
+		return "", nil, r.Context().Err()
+	}
+}
+
+func (s *Sidecar) ctlMode() string { return s.ctl.modeName() }
+
+// hostPortFor returns the advertised host:port for a listen address.
+func hostPortFor(advertise, listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if advertise != "" {
+		if h, _, err := net.SplitHostPort(advertise); err == nil {
+			advertise = h
+		}
+		host = advertise
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}

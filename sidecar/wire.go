@@ -1,0 +1,187 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/inferrail/inferrail/gossip"
+	"github.com/inferrail/inferrail/internal/buildinfo"
+	"github.com/inferrail/inferrail/sidecar/engine"
+	"github.com/inferrail/inferrail/sidecar/engine/sglang"
+	"github.com/inferrail/inferrail/sidecar/engine/vllm"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func vllmNames() engine.MetricNames   { return vllm.Adapter{}.MetricNames() }
+func sglangNames() engine.MetricNames { return sglang.Adapter{}.MetricNames() }
+
+// gossipAdapter puts a gossip.Node behind the gossipNode interface and keeps
+// its metadata current as the sidecar learns about its engine.
+type gossipAdapter struct {
+	n   *gossip.Node
+	log *slog.Logger
+
+	mu   sync.Mutex // protects meta
+	meta gossip.Meta
+}
+
+// newGossip builds the sidecar's gossip node, disseminating feed's summaries.
+func newGossip(cfg Config, feed *summaryFeed, log *slog.Logger, reg prometheus.Registerer) (*gossipAdapter, error) {
+	gc := gossip.DefaultConfig()
+	gc.Role = gossip.RoleSidecar
+	if cfg.Gossip.NodeName != "" {
+		gc.NodeName = cfg.Gossip.NodeName
+	}
+	host, port, err := net.SplitHostPort(cfg.Gossip.Bind)
+	if err != nil {
+		return nil, fmt.Errorf("gossip.bind: %w", err)
+	}
+	gc.BindAddr = host
+	if gc.BindPort, err = strconv.Atoi(port); err != nil {
+		return nil, fmt.Errorf("gossip.bind port: %w", err)
+	}
+	if a := cfg.Gossip.Advertise; a != "" {
+		if h, p, err := net.SplitHostPort(a); err == nil {
+			gc.AdvertiseAddr = h
+			gc.AdvertisePort, _ = strconv.Atoi(p)
+		} else {
+			gc.AdvertiseAddr = a
+		}
+	}
+	gc.Join = cfg.Gossip.Join
+	gc.ClusterLabel = cfg.Gossip.ClusterLabel
+	gc.Profile = gossip.Profile(cfg.Gossip.Profile)
+	if cfg.Gossip.KeyFile != "" {
+		if gc.SecretKey, err = gossip.LoadKeyFile(cfg.Gossip.KeyFile); err != nil {
+			return nil, err
+		}
+	}
+	engineKind := cfg.Engine
+	if engineKind == EngineAuto {
+		engineKind = ""
+	}
+	gc.Meta = gossip.Meta{
+		Engine:    engineKind,
+		BlockSize: uint32(cfg.BlockSize),
+		DataAddr:  hostPortFor(cfg.Gossip.Advertise, cfg.Listen),
+		AdminAddr: hostPortFor(cfg.Gossip.Advertise, cfg.Admin),
+		Version:   buildinfo.Version(),
+	}
+	if cfg.Model != "" {
+		gc.Meta.Models = []string{cfg.Model}
+	}
+	n, err := gossip.New(gc, log.With("component", "gossip"), reg)
+	if err != nil {
+		return nil, err
+	}
+	n.SetSummarySource(feed)
+	return &gossipAdapter{n: n, log: log, meta: n.Meta()}, nil
+}
+
+func (g *gossipAdapter) Run(ctx context.Context) error { return g.n.Run(ctx) }
+func (g *gossipAdapter) Handler() http.Handler         { return g.n.Handler() }
+
+// SetLoad maps the report onto the gossip's load. gossip.Load has no
+// "unknown" flag: while the engine's page is unreadable the data path's exact
+// counts (a lower bound of the engine's work when all traffic goes through
+// the sidecar) stand in for the engine's, never zeros from a failed scrape,
+// and the KV usage keeps its last known value (r.Engine holds the last
+// readable scrape).
+func (g *gossipAdapter) SetLoad(r LoadReport) {
+	l := gossip.Load{
+		InFlight:             clampU32(r.DataPath.InFlight),
+		WaitingPrefillTokens: uint64(max(r.DataPath.WaitingPromptTokens, 0)),
+	}
+	if r.Readable {
+		l.Running = clampU32(int64(r.Engine.Running))
+		l.Waiting = clampU32(int64(r.Engine.Waiting))
+		l.KVCacheUsage = float32(r.Engine.KVUsage)
+	} else {
+		l.Running = clampU32(r.DataPath.InFlight - r.DataPath.WaitingFirstByte)
+		l.Waiting = clampU32(r.DataPath.WaitingFirstByte)
+		l.KVCacheUsage = float32(r.Engine.KVUsage)
+	}
+	g.n.SetLoad(l)
+}
+
+// updateMeta publishes what the sidecar learned about its engine (model,
+// kind, block size, bound addresses) when it changed.
+func (g *gossipAdapter) updateMeta(model, kind string, blockSize int, dataAddr, adminAddr string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.meta
+	if model != "" && (len(m.Models) != 1 || m.Models[0] != model) {
+		m.Models = []string{model}
+	}
+	if kind != "" {
+		m.Engine = kind
+	}
+	if blockSize > 0 {
+		m.BlockSize = uint32(blockSize)
+	}
+	if dataAddr != "" {
+		m.DataAddr = dataAddr
+	}
+	if adminAddr != "" {
+		m.AdminAddr = adminAddr
+	}
+	if metaEqual(m, g.meta) {
+		return
+	}
+	if err := g.n.SetMeta(m); err != nil {
+		g.log.Warn("gossip metadata update failed", "err", err)
+		return
+	}
+	g.meta = m
+}
+
+func metaEqual(a, b gossip.Meta) bool {
+	return slices.Equal(a.Models, b.Models) && a.Role == b.Role && a.Engine == b.Engine &&
+		a.BlockSize == b.BlockSize && a.DataAddr == b.DataAddr && a.AdminAddr == b.AdminAddr &&
+		a.Version == b.Version && a.SummaryEpoch == b.SummaryEpoch
+}
+
+func clampU32(v int64) uint32 {
+	return uint32(min(max(v, 0), math.MaxUint32))
+}
+
+// fetchModel returns the first model the engine lists on GET /v1/models.
+func fetchModel(ctx context.Context, client *http.Client, base *url.URL) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.JoinPath("/v1/models").String(), nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("list models: status %s", resp.Status)
+	}
+	var body struct {
+		Data []struct {
+			ID     string  `json:"id"`
+			Parent *string `json:"parent"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
+		return "", fmt.Errorf("list models: %w", err)
+	}
+	for _, m := range body.Data {
+		if m.Parent == nil && m.ID != "" { // a base model, not a LoRA card
+			return m.ID, nil
+		}
+	}
+	return "", fmt.Errorf("list models: no base model listed")
+}
