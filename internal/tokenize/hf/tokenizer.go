@@ -19,13 +19,13 @@ var ErrInvalidUTF8 = errors.New("text is not valid UTF-8")
 const maxCachedWordLen = 256
 
 // Config tunes a Tokenizer. The zero value is usable: zero sizes mean the
-// defaults.
+// defaults, negative sizes turn a cache off.
 type Config struct {
 	// SegmentCacheBytes bounds the cache of segment ids (text between added
 	// tokens). Default 32 MiB.
 	SegmentCacheBytes int64
-	// WordCacheBytes bounds the cache of BPE ids of pre-tokenized words.
-	// Default 8 MiB.
+	// WordCacheBytes bounds the cache of BPE ids of pre-tokenized words
+	// (words of up to 256 bytes). Default 8 MiB.
 	WordCacheBytes int64
 	// DisableCache turns both caches off.
 	DisableCache bool
@@ -48,14 +48,17 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// maxCacheBytes bounds each cache to something a machine can hold.
+const maxCacheBytes = 1 << 40
+
 // Validate reports every invalid field of c.
 func (c Config) Validate() error {
 	var errs []error
-	if c.SegmentCacheBytes < 0 {
-		errs = append(errs, fmt.Errorf("segment_cache_bytes must be >= 0, got %d", c.SegmentCacheBytes))
+	if c.SegmentCacheBytes > maxCacheBytes {
+		errs = append(errs, fmt.Errorf("segment_cache_bytes must be <= %d, got %d", int64(maxCacheBytes), c.SegmentCacheBytes))
 	}
-	if c.WordCacheBytes < 0 {
-		errs = append(errs, fmt.Errorf("word_cache_bytes must be >= 0, got %d", c.WordCacheBytes))
+	if c.WordCacheBytes > maxCacheBytes {
+		errs = append(errs, fmt.Errorf("word_cache_bytes must be <= %d, got %d", int64(maxCacheBytes), c.WordCacheBytes))
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,144 @@
+package hf
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchText builds a deterministic text of mixed English prose, code, JSON
+// and some unicode, about n bytes long.
+func benchText(n int) string {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	words := strings.Fields(`the of and to in is you that it he was for on are as with his they at be
+		this have from or one had by word but not what all were we when your can said there use an each
+		which she do how their if will up other about out many then them these so some her would make
+		like him into time has look two more write go see number no way could people my than first water
+		been call who oil its now find long down day did get come made may part prefill decode replica
+		tokenization cache router balancer kubernetes latency throughput 2024 3.14 1,000 don't it's we'll`)
+	snippets := []string{
+		"\n\nfunc (s *Server) handle(w http.ResponseWriter, r *http.Request) {\n\tif err := s.do(r.Context()); err != nil {\n\t\thttp.Error(w, err.Error(), 500)\n\t}\n}\n",
+		"\n{\"model\": \"llama\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 128}\n",
+		"\n    for i in range(10):\n        print(i, i ** 2)\n",
+		" Naïve café — 東京 and 北京, 😀! ",
+		"\n\n## Section\n\n- item one\n- item two\n",
+	}
+	var b strings.Builder
+	for b.Len() < n {
+		if rnd.IntN(12) == 0 {
+			b.WriteString(snippets[rnd.IntN(len(snippets))])
+			continue
+		}
+		w := words[rnd.IntN(len(words))]
+		if rnd.IntN(8) == 0 {
+			w = strings.ToUpper(w[:1]) + w[1:]
+		}
+		b.WriteString(w)
+		switch rnd.IntN(15) {
+		case 0:
+			b.WriteString(". ")
+		case 1:
+			b.WriteString(", ")
+		default:
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
+}
+
+var benchFamilies = []string{"llama3_1", "qwen3", "llama2", "gemma3"}
+
+// text8k returns a text of about 8,000 tokens for tk.
+func text8k(b *testing.B, tk *Tokenizer) (string, int) {
+	text := benchText(36000)
+	ids, err := tk.Encode(text, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return text, len(ids)
+}
+
+func reportMtok(b *testing.B, tokens int) {
+	b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mtok/s")
+}
+
+// BenchmarkEncode8k measures one core encoding an ~8k-token text:
+// cold = no caches; warm = word cache filled, segment cache off (a new text
+// made of known words); segment_hit = the same text again (a repeated
+// system prompt).
+func BenchmarkEncode8k(b *testing.B) {
+	for _, fam := range benchFamilies {
+		dir := fixtureDir(b, fam)
+		b.Run(fam+"/cold", func(b *testing.B) {
+			tk, err := LoadWithConfig(dir, Config{DisableCache: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			text, n := text8k(b, tk)
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if _, err := tk.Encode(text, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportMtok(b, n)
+		})
+		b.Run(fam+"/warm", func(b *testing.B) {
+			tk, err := LoadWithConfig(dir, Config{SegmentCacheBytes: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			text, n := text8k(b, tk)
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if _, err := tk.Encode(text, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportMtok(b, n)
+		})
+		b.Run(fam+"/segment_hit", func(b *testing.B) {
+			tk := loadFamily(b, fam)
+			text, n := text8k(b, tk)
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if _, err := tk.Encode(text, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportMtok(b, n)
+		})
+	}
+}
+
+// BenchmarkLoad measures loading a tokenizer directory and reports the heap
+// it retains.
+func BenchmarkLoad(b *testing.B) {
+	for _, fam := range benchFamilies {
+		dir := fixtureDir(b, fam)
+		b.Run(fam, func(b *testing.B) {
+			var keep *Tokenizer
+			for b.Loop() {
+				tk, err := Load(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				keep = tk
+			}
+			b.StopTimer()
+			var before, after runtime.MemStats
+			keep = nil
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			keep, _ = Load(dir)
+			_ = time.Since(start)
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB-retained")
+			runtime.KeepAlive(keep)
+		})
+	}
+}
