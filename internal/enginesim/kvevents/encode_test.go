@@ -328,7 +328,7 @@ func u64s(in []uint32) []uint64 {
 func TestAppendBatchRoundTripProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	randUint := func() uint64 { return rng.Uint64() >> rng.UintN(64) }
-	for iter := range 300 {
+	for iter := range 100 {
 		var events []Event
 		var want []decoded
 		for range rng.IntN(20) {
