@@ -235,3 +235,15 @@ func AsError(err error) *Error {
 	}
 	return Internal("%v", err)
 }
+
+// ValueError is the 400 vLLM gives when one of its request model validators
+// rejects a body: type "Bad Request", a pydantic-style message wrapping msg,
+// and param naming the parameter.
+func ValueError(param, msg string) *Error {
+	return &Error{
+		Status:  http.StatusBadRequest,
+		Type:    http.StatusText(http.StatusBadRequest),
+		Message: fmt.Sprintf("1 validation error:\n  {'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, %s (parameter=%s)'}", msg, param),
+		Param:   param,
+	}
+}
