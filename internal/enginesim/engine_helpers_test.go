@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // recSink records KV events as strings, one per event, "E" closing a step.
@@ -122,4 +125,23 @@ func seqTokens(start, n int) []uint32 {
 		out[i] = uint32(start + i)
 	}
 	return out
+}
+
+// metricValue returns the value of a collector holding one counter or gauge.
+func metricValue(t testing.TB, c prometheus.Collector) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 1)
+	c.Collect(ch)
+	var m dto.Metric
+	if err := (<-ch).Write(&m); err != nil {
+		t.Fatalf("write metric: %v", err)
+	}
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	}
+	t.Fatalf("metric is neither a counter nor a gauge")
+	return 0
 }

@@ -1,0 +1,473 @@
+package enginesim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+func TestEngineConfigValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(*EngineConfig)
+		want   []string // substrings of the error, nil for valid
+	}{
+		{name: "defaults", modify: func(*EngineConfig) {}},
+		{name: "zero latency ignores model", modify: func(c *EngineConfig) { c.ZeroLatency = true; c.Latency = LatencyModel{} }},
+		{name: "block size", modify: func(c *EngineConfig) { c.BlockSize = 0 }, want: []string{"engine.block_size must be > 0, got 0"}},
+		{name: "every problem at once", modify: func(c *EngineConfig) {
+			c.NumGPUBlocks = 1
+			c.MaxNumSeqs = -3
+			c.MaxNumBatchedTokens = 0
+			c.MaxModelLen = 1
+			c.Rank = -1
+			c.Latency.LinearTokPerSec = 0
+		}, want: []string{
+			"engine.num_gpu_blocks must be >= 2 (block 0 is reserved), got 1",
+			"engine.max_num_seqs must be > 0, got -3",
+			"engine.max_num_batched_tokens must be > 0, got 0",
+			"engine.max_model_len must be > 1, got 1",
+			"engine.rank must be >= 0, got -1",
+			"engine.latency.linear_tok_per_sec must be > 0 and finite, got 0",
+		}},
+		{name: "negative latency", modify: func(c *EngineConfig) { c.Latency.StepOverhead = -time.Millisecond; c.Latency.AttentionPerPair = -1 },
+			want: []string{"engine.latency.step_overhead must be >= 0, got -1ms", "engine.latency.attention_per_pair must be >= 0 and finite, got -1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultEngineConfig()
+			tt.modify(&c)
+			err := c.Validate()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want errors %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q, missing %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestStepTimeMatchesPerfModel(t *testing.T) {
+	m := DefaultLatencyModel()
+	ctx := func(n, c int) []int {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = c
+		}
+		return out
+	}
+	// Values from perf-scripts/latency_model.py (latency_model_out.txt), in ms.
+	tests := []struct {
+		name string
+		got  time.Duration
+		want float64
+	}{
+		{"idle prefill 256", m.IdleTTFT(256, 0, 8192) - m.RequestOverhead, 7.3},
+		{"idle prefill 2048", m.IdleTTFT(2048, 0, 8192) - m.RequestOverhead, 47.3},
+		{"idle prefill 8192", m.IdleTTFT(8192, 0, 8192) - m.RequestOverhead, 219.3},
+		{"idle prefill 32768", m.IdleTTFT(32768, 0, 8192) - m.RequestOverhead, 1404.9},
+		{"8k with 6k cached", m.IdleTTFT(8192, 6144, 8192) - m.RequestOverhead, 64.3},
+		{"tpot b=1 ctx 1k", m.StepTime(nil, ctx(1, 1024)), 7.36},
+		{"tpot b=64 ctx 4k", m.StepTime(nil, ctx(64, 4096)), 23.0},
+		{"mixed 8128 + 64x2k", m.StepTime([]PrefillChunk{{New: 8128}}, ctx(64, 2048)), 226.0},
+	}
+	for _, tt := range tests {
+		got := float64(tt.got) / 1e6
+		if d := got - tt.want; d < -0.01*tt.want || d > 0.01*tt.want {
+			t.Errorf("%s: %.2f ms, want %.2f ms (±1%%)", tt.name, got, tt.want)
+		}
+	}
+	// A fully cached prompt still computes its last token.
+	if got, want := m.IdleTTFT(100, 100, 8192), m.RequestOverhead+m.StepTime([]PrefillChunk{{New: 1, Cached: 99}}, nil); got != want {
+		t.Errorf("IdleTTFT(fully cached) = %v, want %v", got, want)
+	}
+}
+
+// TestStepTimeMonotone is a property test: more work never makes a step faster.
+func TestStepTimeMonotone(t *testing.T) {
+	m := DefaultLatencyModel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		var pf []PrefillChunk
+		var dc []int
+		for range rng.IntN(4) {
+			pf = append(pf, PrefillChunk{New: 1 + rng.IntN(4000), Cached: rng.IntN(30000)})
+		}
+		for range rng.IntN(50) {
+			dc = append(dc, 1+rng.IntN(30000))
+		}
+		base := m.StepTime(pf, dc)
+		more := m.StepTime(append(pf, PrefillChunk{New: 1 + rng.IntN(100), Cached: rng.IntN(100)}), append(dc, 1+rng.IntN(1000)))
+		if more < base || base < m.StepOverhead+m.WeightFloor {
+			t.Fatalf("StepTime not monotone: %v then %v (prefills %v decodes %v)", base, more, pf, dc)
+		}
+	}
+}
+
+func TestSubmitRejects(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxModelLen = 100
+	cfg.NumGPUBlocks = 5 // 4 usable × 16 = 64 tokens
+	e := mustEngine(t, cfg, nil, nil)
+	gen := constGen(1)
+	tests := []struct {
+		name    string
+		req     *Request
+		tooLong bool
+	}{
+		{"nil", nil, false},
+		{"empty prompt", &Request{MaxTokens: 1, Generate: gen}, false},
+		{"no generator", &Request{Prompt: seqTokens(1, 3), MaxTokens: 1}, false},
+		{"zero max tokens", &Request{Prompt: seqTokens(1, 3), Generate: gen}, false},
+		{"over max model len", &Request{Prompt: seqTokens(1, 60), MaxTokens: 41, Generate: gen}, true},
+		{"over kv capacity", &Request{Prompt: seqTokens(1, 60), MaxTokens: 6, Generate: gen}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := e.Submit(tt.req)
+			var pe *PromptTooLongError
+			if tt.tooLong != errors.As(err, &pe) {
+				t.Fatalf("Submit() = %v, want PromptTooLongError: %v", err, tt.tooLong)
+			}
+			if !tt.tooLong && !errors.Is(err, ErrInvalidRequest) {
+				t.Fatalf("Submit() = %v, want ErrInvalidRequest", err)
+			}
+		})
+	}
+	if _, err := e.Submit(&Request{Prompt: seqTokens(1, 60), MaxTokens: 5, Generate: gen}); err != nil {
+		t.Fatalf("Submit(exactly fits) = %v", err)
+	}
+}
+
+// TestAbortFreesAtOnce aborts a sequence while the engine sleeps inside a
+// step and checks that its slot and blocks are free immediately and that the
+// abort is counted.
+func TestAbortFreesAtOnce(t *testing.T) {
+	for _, reason := range []string{"abort", "stop"} {
+		t.Run(reason, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				reg := prometheus.NewRegistry()
+				m, err := NewMetrics(reg, FlavorVLLM, "m")
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := DefaultEngineConfig()
+				cfg.Model = "m"
+				e := mustEngine(t, cfg, m, nil)
+				startEngine(t, e)
+				st, err := e.Submit(&Request{ID: "a", Prompt: seqTokens(1, 1000), MaxTokens: 1000, Generate: constGen(5)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				<-st.Out
+				<-st.Out
+				time.Sleep(3 * time.Millisecond) // now inside the next step's sleep
+				if ld := e.Load(); ld.Running != 1 || ld.FreeBlocks == ld.TotalBlocks {
+					t.Fatalf("before abort: %+v", ld)
+				}
+				st.Abort(reason)
+				ld := e.Load()
+				if ld.Running != 0 || ld.Waiting != 0 || ld.FreeBlocks != ld.TotalBlocks || ld.KVUsage != 0 {
+					t.Fatalf("after abort: %+v, want no running sequence and every block free", ld)
+				}
+				var last Output
+				for o := range st.Out {
+					last = o
+				}
+				if !last.Finished || last.FinishReason != reason {
+					t.Fatalf("final output %+v, want finished with %q", last, reason)
+				}
+				if got := metricValue(t, m.vllm.success.WithLabelValues("m", "0", reason)); got != 1 {
+					t.Errorf("request_success_total{finished_reason=%q} = %v, want 1", reason, got)
+				}
+				if got := metricValue(t, m.vllm.running.WithLabelValues("m", "0")); got != 0 {
+					t.Errorf("num_requests_running = %v, want 0", got)
+				}
+				st.Abort("abort") // idempotent
+				time.Sleep(time.Second)
+				if got := metricValue(t, m.vllm.success.WithLabelValues("m", "0", reason)); got != 1 {
+					t.Errorf("after a second Abort: count %v, want 1", got)
+				}
+			})
+		})
+	}
+}
+
+// TestPreemptionCompletes exhausts KV so that sequences are preempted and
+// checks that every sequence still produces exactly its tokens.
+func TestPreemptionCompletes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg, FlavorVLLM, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.NumGPUBlocks = 11 // 10 usable blocks = 160 tokens
+	e := mustEngine(t, cfg, m, nil)
+	const n, maxTok = 3, 60
+	streams := make([]*Stream, n)
+	for i := range n {
+		st, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: seqTokens(1000*(i+1), 64), MaxTokens: maxTok, Generate: constGen(uint32(100 * i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams[i] = st
+	}
+	got := make([][]uint32, n)
+	var last [n]Output
+	for range 10000 {
+		if !stepSync(e) {
+			break
+		}
+		for i, st := range streams {
+			toks, o, _ := drain(st.Out)
+			got[i] = append(got[i], toks...)
+			if o.Finished {
+				last[i] = o
+			}
+		}
+	}
+	for i := range n {
+		want := make([]uint32, maxTok)
+		for k := range want {
+			want[k] = constGen(uint32(100 * i))(k)
+		}
+		if diff := cmp.Diff(want, got[i]); diff != "" {
+			t.Errorf("sequence %d tokens (-want +got):\n%s", i, diff)
+		}
+		if last[i].FinishReason != "length" {
+			t.Errorf("sequence %d finish %q, want length", i, last[i].FinishReason)
+		}
+	}
+	if p := metricValue(t, m.vllm.preemptions.WithLabelValues("m", "0")); p == 0 {
+		t.Errorf("num_preemptions_total = 0, want > 0")
+	}
+	if ld := e.Load(); ld.FreeBlocks != ld.TotalBlocks {
+		t.Errorf("blocks leaked: %+v", ld)
+	}
+}
+
+// TestCapsNeverExceeded checks, on every step of a random workload, that the
+// running batch never exceeds MaxNumSeqs and a step never exceeds the token
+// budget.
+func TestCapsNeverExceeded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for trial := range 20 {
+		cfg := testConfig()
+		cfg.MaxNumSeqs = 1 + rng.IntN(8)
+		cfg.MaxNumBatchedTokens = 8 + rng.IntN(200)
+		cfg.NumGPUBlocks = 40 + rng.IntN(200)
+		e := mustEngine(t, cfg, nil, nil)
+		steps, maxSeen := 0, 0
+		e.stepHook = func(p *stepPlan) {
+			steps++
+			if p.tokens > cfg.MaxNumBatchedTokens {
+				t.Fatalf("trial %d: step with %d tokens > budget %d", trial, p.tokens, cfg.MaxNumBatchedTokens)
+			}
+			if len(e.running) > cfg.MaxNumSeqs || len(p.items) > cfg.MaxNumSeqs {
+				t.Fatalf("trial %d: %d running, %d scheduled > max_num_seqs %d", trial, len(e.running), len(p.items), cfg.MaxNumSeqs)
+			}
+			maxSeen = max(maxSeen, len(e.running))
+		}
+		var streams []*Stream
+		for i := range 30 {
+			st, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: seqTokens(rng.IntN(1000), 1+rng.IntN(300)), MaxTokens: 1 + rng.IntN(40), Generate: constGen(3)})
+			if err != nil {
+				continue
+			}
+			streams = append(streams, st)
+		}
+		for range 100000 {
+			if !stepSync(e) {
+				break
+			}
+			for _, st := range streams {
+				drain(st.Out)
+			}
+		}
+		if steps == 0 || maxSeen == 0 {
+			t.Fatalf("trial %d: no steps ran", trial)
+		}
+		if ld := e.Load(); ld.Running+ld.Waiting+ld.Pending != 0 {
+			t.Fatalf("trial %d: work left: %+v", trial, ld)
+		}
+	}
+}
+
+// TestSlowReaderNeverBlocks leaves a stream unread for a whole long
+// generation: the engine keeps stepping and the reader later gets every
+// token, coalesced.
+func TestSlowReaderNeverBlocks(t *testing.T) {
+	e := mustEngine(t, testConfig(), nil, nil)
+	slow, err := e.Submit(&Request{ID: "slow", Prompt: seqTokens(1, 10), MaxTokens: 500, Generate: constGen(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := e.Submit(&Request{ID: "fast", Prompt: seqTokens(50, 10), MaxTokens: 500, Generate: constGen(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fastToks []uint32
+	for stepSync(e) {
+		toks, _, _ := drain(fast.Out)
+		fastToks = append(fastToks, toks...)
+	}
+	toks, last, closed := drain(slow.Out)
+	if !closed || !last.Finished || last.FinishReason != "length" {
+		t.Fatalf("slow stream: closed %v last %+v", closed, last)
+	}
+	if len(toks) != 500 || len(fastToks) != 500 {
+		t.Fatalf("got %d slow and %d fast tokens, want 500 each", len(toks), len(fastToks))
+	}
+	for i, tok := range toks {
+		if tok != constGen(0)(i) {
+			t.Fatalf("slow token %d = %d, want %d", i, tok, constGen(0)(i))
+		}
+	}
+}
+
+func TestStopConditions(t *testing.T) {
+	const eos = 0
+	gen := func(i int) uint32 {
+		if i == 2 || i == 5 {
+			return eos
+		}
+		return uint32(10 + i)
+	}
+	tests := []struct {
+		name       string
+		req        Request
+		wantLen    int
+		wantReason string
+	}{
+		{"eos", Request{MaxTokens: 20}, 3, "stop"},
+		{"eos at max is length", Request{MaxTokens: 3}, 3, "length"},
+		{"min tokens skips early eos", Request{MaxTokens: 20, MinTokens: 3}, 6, "stop"},
+		{"ignore eos", Request{MaxTokens: 9, IgnoreEOS: true}, 9, "length"},
+		{"stop token id", Request{MaxTokens: 20, IgnoreEOS: true, StopTokenIDs: []uint32{11}}, 2, "stop"},
+		{"stop token id after min tokens", Request{MaxTokens: 20, IgnoreEOS: true, MinTokens: 2, StopTokenIDs: []uint32{11, 13}}, 4, "stop"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := mustEngine(t, testConfig(), nil, nil)
+			r := tt.req
+			r.Prompt, r.Generate, r.EOS = seqTokens(1, 20), gen, eos
+			st, err := e.Submit(&r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for stepSync(e) {
+			}
+			toks, last, closed := drain(st.Out)
+			if !closed || len(toks) != tt.wantLen || last.FinishReason != tt.wantReason {
+				t.Fatalf("got %d tokens, reason %q (closed %v), want %d, %q", len(toks), last.FinishReason, closed, tt.wantLen, tt.wantReason)
+			}
+		})
+	}
+}
+
+// TestMultiTurnReuse checks that generated tokens' blocks are cached, so the
+// next turn (prompt + answer + more) hits them.
+func TestMultiTurnReuse(t *testing.T) {
+	cfg := testConfig()
+	e := mustEngine(t, cfg, nil, nil)
+	seed := kvblock.NewSeed("m", "", "")
+	prompt := seqTokens(1, 40)
+	st, _ := e.Submit(&Request{Prompt: prompt, Seed: seed, MaxTokens: 30, Generate: constGen(7), IgnoreEOS: true})
+	for stepSync(e) {
+	}
+	answer, _, _ := drain(st.Out)
+	turn2 := append(append(append([]uint32{}, prompt...), answer...), seqTokens(900, 10)...)
+	st2, _ := e.Submit(&Request{Prompt: turn2, Seed: seed, MaxTokens: 1, Generate: constGen(7)})
+	for stepSync(e) {
+	}
+	_, last, _ := drain(st2.Out)
+	// 40 + 30 tokens, the last generated token's KV is never computed: 69 tokens → 4 full blocks.
+	if want := 4 * cfg.BlockSize; last.CachedTokens != want {
+		t.Fatalf("turn 2 CachedTokens = %d, want %d", last.CachedTokens, want)
+	}
+}
+
+func TestRestartDropsEverything(t *testing.T) {
+	sink := &recSink{}
+	e := mustEngine(t, testConfig(), nil, sink)
+	seed := kvblock.NewSeed("m", "", "")
+	warm := func() []CachedBlock {
+		st, _ := e.Submit(&Request{Prompt: seqTokens(1, 64), Seed: seed, MaxTokens: 1, Generate: constGen(1)})
+		for stepSync(e) {
+		}
+		drain(st.Out)
+		return e.CachedBlocks()
+	}
+	before := warm()
+	running, _ := e.Submit(&Request{Prompt: seqTokens(500, 64), Seed: seed, MaxTokens: 100, Generate: constGen(1)})
+	stepSync(e)
+	nEvents := len(sink.events())
+	e.Restart()
+	_, last, closed := drain(running.Out)
+	if !closed || last.FinishReason != "abort" {
+		t.Fatalf("running sequence after Restart: closed %v last %+v", closed, last)
+	}
+	if got := e.CachedBlocks(); len(got) != 0 {
+		t.Fatalf("cache after Restart has %d blocks", len(got))
+	}
+	if got := len(sink.events()); got != nEvents {
+		t.Errorf("Restart emitted %d events, want none", got-nEvents)
+	}
+	after := warm()
+	if len(before) != 4 || len(after) != 4 {
+		t.Fatalf("cached %d then %d blocks, want 4", len(before), len(after))
+	}
+	for i := range before {
+		if before[i].Hash != after[i].Hash {
+			t.Errorf("router hash %d changed across Restart", i)
+		}
+		if before[i].EngineHash == after[i].EngineHash {
+			t.Errorf("engine hash %d unchanged across Restart", i)
+		}
+		if before[i].Medium != "GPU" {
+			t.Errorf("medium %q", before[i].Medium)
+		}
+	}
+}
+
+func TestResetPrefixCache(t *testing.T) {
+	sink := &recSink{}
+	e := mustEngine(t, testConfig(), nil, sink)
+	st, _ := e.Submit(&Request{Prompt: seqTokens(1, 64), MaxTokens: 10, Generate: constGen(1)})
+	stepSync(e)
+	if e.ResetPrefixCache() {
+		t.Fatal("ResetPrefixCache succeeded with blocks in use")
+	}
+	for stepSync(e) {
+	}
+	drain(st.Out)
+	if !e.ResetPrefixCache() {
+		t.Fatal("ResetPrefixCache failed on an idle engine")
+	}
+	evs := sink.events()
+	if got := evs[len(evs)-2:]; !cmp.Equal(got, []string{"C", "E"}) {
+		t.Fatalf("last events %q, want AllBlocksCleared then EndStep", got)
+	}
+	if n := len(e.CachedBlocks()); n != 0 {
+		t.Fatalf("%d blocks cached after reset", n)
+	}
+}
