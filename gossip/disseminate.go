@@ -19,6 +19,8 @@ func typeName(t byte) string {
 		return "summary"
 	case msgResync:
 		return "resync"
+	case msgLeave:
+		return "leave"
 	default:
 		return "unknown"
 	}
@@ -228,6 +230,8 @@ func (n *Node) handle(b []byte, now time.Time) {
 			return
 		}
 		n.queueSnapshot(h.from, false)
+	case msgLeave:
+		m.p.leavingAt.Store(now.UnixNano())
 	}
 }
 

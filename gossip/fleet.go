@@ -56,6 +56,8 @@ type peer struct {
 	// confirmedAt (Unix nanoseconds) is when the view was last known to be
 	// current: a summary message applied, or an announcement matching it.
 	confirmedAt atomic.Int64
+	// leavingAt (Unix nanoseconds) is when the member said it was leaving.
+	leavingAt atomic.Int64
 
 	// Touched only by the node's processing goroutine:
 	behindSince time.Time // first announcement ahead of the view
@@ -182,18 +184,28 @@ func (f *Fleet) upsert(n *memberlist.Node, meta Meta, now time.Time) {
 		p.view.Reset()
 		p.confirmedAt.Store(0)
 		p.load.Store(nil)
+		p.leavingAt.Store(0)
 	}
 	f.members[name] = m
 	f.publishLocked()
 }
 
-// remove marks a member dead or left and drops its summary and load.
-func (f *Fleet) remove(name string, st Status, now time.Time) {
+// leaveGrace is how long after a member announced its leave its departure
+// counts as leaving rather than failing.
+const leaveGrace = 30 * time.Second
+
+// remove marks a member left (if it announced its leave) or dead, and drops
+// its summary and load. It returns the new status.
+func (f *Fleet) remove(name string, now time.Time) Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m, ok := f.members[name]
 	if !ok {
-		return
+		return 0
+	}
+	st := StatusDead
+	if at := m.p.leavingAt.Load(); at != 0 && now.Sub(time.Unix(0, at)) < leaveGrace {
+		st = StatusLeft
 	}
 	m.Status, m.StatusSince = st, now
 	m.p.view.Reset()
@@ -201,6 +213,7 @@ func (f *Fleet) remove(name string, st Status, now time.Time) {
 	m.p.load.Store(nil)
 	f.members[name] = m
 	f.publishLocked()
+	return st
 }
 
 // expire forgets members that have been dead or gone longer than retention.

@@ -211,6 +211,15 @@ func (n *Node) Leave() error {
 		return nil
 	}
 	n.left = true
+	// Say goodbye first: memberlist's leave callback cannot tell a leave
+	// from a failure.
+	bye := marshalLeave(n.cfg.NodeName)
+	s := n.fleet.Snapshot()
+	for i := range s.Members {
+		if m := &s.Members[i]; !m.Self && m.Status == StatusAlive {
+			n.sendBestEffort(&m.ml, msgLeave, bye)
+		}
+	}
 	if err := n.ml.Leave(n.cfg.LeaveTimeout); err != nil {
 		return fmt.Errorf("gossip: leave: %w", err)
 	}
@@ -336,10 +345,6 @@ func (e events) NotifyUpdate(node *memberlist.Node) {
 
 // NotifyLeave implements memberlist.EventDelegate.
 func (e events) NotifyLeave(node *memberlist.Node) {
-	st := StatusDead
-	if node.State == memberlist.StateLeft {
-		st = StatusLeft
-	}
-	e.n.fleet.remove(node.Name, st, time.Now())
+	st := e.n.fleet.remove(node.Name, time.Now())
 	e.n.log.Info("member gone", "member", node.Name, "status", st.String())
 }

@@ -13,6 +13,7 @@ const (
 	msgAnnounce byte = 0x10
 	msgSummary  byte = 0x11
 	msgResync   byte = 0x12
+	msgLeave    byte = 0x13
 	// wireVersion is the second byte of every message.
 	wireVersion byte = 1
 	// maxNameLen bounds node names on the wire.
@@ -75,6 +76,12 @@ func marshalSummary(from string, body []byte) []byte {
 // marshalResync asks a sidecar for a snapshot.
 func marshalResync(from string) []byte {
 	return appendHeader(nil, msgResync, from)
+}
+
+// marshalLeave tells members the sender is leaving on purpose (memberlist's
+// leave callback does not say whether a node left or failed).
+func marshalLeave(from string) []byte {
+	return appendHeader(nil, msgLeave, from)
 }
 
 // decoder reads varints and strings, remembering the first error.
@@ -143,7 +150,7 @@ func decodeHeader(b []byte) (h header, body []byte, err error) {
 	}
 	h.typ = b[0]
 	switch h.typ {
-	case msgAnnounce, msgSummary, msgResync:
+	case msgAnnounce, msgSummary, msgResync, msgLeave:
 	default:
 		return h, nil, fmt.Errorf("%w: unknown type 0x%02x", ErrMalformed, h.typ)
 	}
