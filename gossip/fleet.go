@@ -139,10 +139,10 @@ type Fleet struct {
 	summaryMaxAge time.Duration
 	retention     time.Duration
 
-	mu      sync.Mutex // protects members and peers
-	members map[string]Member
-	peers   map[string]*peer
-	snap    atomic.Pointer[FleetSnapshot]
+	mu       sync.Mutex // protects members and peers
+	members  map[string]Member
+	peers    map[string]*peer
+	snap     atomic.Pointer[FleetSnapshot]
 	onChange func(*FleetSnapshot)
 }
 

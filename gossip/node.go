@@ -49,9 +49,9 @@ type Node struct {
 
 	inbox chan []byte
 
-	snapMu      sync.Mutex          // protects snapPending
-	snapPending map[string]bool     // node name → forced (new epoch)
-	snapWake    chan struct{}       // signals the snapshot sender
+	snapMu      sync.Mutex           // protects snapPending
+	snapPending map[string]bool      // node name → forced (new epoch)
+	snapWake    chan struct{}        // signals the snapshot sender
 	snapSentAt  map[string]time.Time // sender goroutine only
 
 	lifeMu   sync.Mutex // protects left and shut

@@ -39,10 +39,10 @@ type Load struct {
 
 // announce is a sidecar's periodic report to balancers and observers.
 type announce struct {
-	From         string
-	SentAt       int64 // Unix nanoseconds
-	Load         Load
-	Epoch, Seq   uint64 // summary version; Epoch 0: no summary
+	From       string
+	SentAt     int64 // Unix nanoseconds
+	Load       Load
+	Epoch, Seq uint64 // summary version; Epoch 0: no summary
 }
 
 func appendHeader(b []byte, typ byte, from string) []byte {
