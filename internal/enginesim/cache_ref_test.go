@@ -118,7 +118,7 @@ func (m *refModel) alloc(s *refSeq, n int, hit []int) bool {
 			m.cache[hs[j]] = append(m.cache[hs[j]], id)
 			eh = append(eh, m.ehash(hs[j]))
 		}
-		m.emit(fmtStored(eh, parent, s.tokens[s.cachedBlocks*m.bs:full*m.bs], m.bs, ""))
+		m.emit(coreFmtStored(eh, parent, s.tokens[s.cachedBlocks*m.bs:full*m.bs], m.bs, ""))
 		s.cachedBlocks = full
 	}
 	return true
@@ -270,14 +270,14 @@ func TestCacheMatchesReferenceModel(t *testing.T) {
 
 func runRefScenario(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	cfg := testConfig()
+	cfg := coreTestConfig()
 	cfg.BlockSize = 1 + rng.IntN(6)
 	cfg.NumGPUBlocks = 8 + rng.IntN(60)
 	cfg.MaxNumBatchedTokens = 4 + rng.IntN(60)
 	cfg.MaxNumSeqs = 1 + rng.IntN(6)
 	cfg.MaxModelLen = 400
-	sink := &recSink{}
-	e := mustEngine(t, cfg, nil, sink)
+	sink := &coreRecSink{}
+	e := coreMustEngine(t, cfg, nil, sink)
 	ref := newRefModel(cfg, e.pool.engineHash)
 
 	type live struct {
@@ -290,7 +290,7 @@ func runRefScenario(t *testing.T, seed uint64) {
 	var all []*live
 	docs := make([][]uint32, 4)
 	for i := range docs {
-		docs[i] = seqTokens(1000*(i+1), rng.IntN(40))
+		docs[i] = coreTokens(1000*(i+1), rng.IntN(40))
 	}
 	var history [][]uint32 // finished sequences' tokens, for multi-turn prompts
 	seeds := []kvblock.Hash{kvblock.NewSeed("m", "", ""), kvblock.NewSeed("m", "", "salt")}
@@ -300,7 +300,7 @@ func runRefScenario(t *testing.T, seed uint64) {
 			if l.closed {
 				continue
 			}
-			toks, last, closed := drain(l.st.Out)
+			toks, last, closed := coreDrain(l.st.Out)
 			l.toks = append(l.toks, toks...)
 			if last.Finished || closed {
 				l.last = last
@@ -326,7 +326,7 @@ func runRefScenario(t *testing.T, seed uint64) {
 					prompt = slices.Clone(history[rng.IntN(len(history))])
 				}
 			}
-			prompt = append(prompt, seqTokens(rng.IntN(1<<20), 1+rng.IntN(30))...)
+			prompt = append(prompt, coreTokens(rng.IntN(1<<20), 1+rng.IntN(30))...)
 			id := len(all)
 			eosAt := rng.IntN(40)
 			gen := func(i int) uint32 {
@@ -355,7 +355,7 @@ func runRefScenario(t *testing.T, seed uint64) {
 			all = append(all, &live{r: r, st: st})
 		case k < 8: // steps
 			for range 1 + rng.IntN(4) {
-				stepSync(e)
+				coreStep(e)
 				ref.step()
 			}
 		case k < 9: // abort
@@ -394,7 +394,7 @@ func runRefScenario(t *testing.T, seed uint64) {
 	}
 	// Finish everything and compare per-request results.
 	for range 10000 {
-		if !stepSync(e) {
+		if !coreStep(e) {
 			break
 		}
 		ref.step()

@@ -11,43 +11,43 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// recSink records KV events as strings, one per event, "E" closing a step.
-type recSink struct {
+// coreRecSink records KV events as strings, one per event, "E" closing a step.
+type coreRecSink struct {
 	mu  sync.Mutex
 	evs []string
 }
 
-func (r *recSink) BlockStored(hashes []uint64, parent *uint64, tokens []uint32, blockSize int, lora string) {
+func (r *coreRecSink) BlockStored(hashes []uint64, parent *uint64, tokens []uint32, blockSize int, lora string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.evs = append(r.evs, fmtStored(hashes, parent, tokens, blockSize, lora))
+	r.evs = append(r.evs, coreFmtStored(hashes, parent, tokens, blockSize, lora))
 }
 
-func (r *recSink) BlockRemoved(hash uint64) {
+func (r *coreRecSink) BlockRemoved(hash uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.evs = append(r.evs, fmt.Sprintf("R %x", hash))
 }
 
-func (r *recSink) AllBlocksCleared() {
+func (r *coreRecSink) AllBlocksCleared() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.evs = append(r.evs, "C")
 }
 
-func (r *recSink) EndStep(time.Time) {
+func (r *coreRecSink) EndStep(time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.evs = append(r.evs, "E")
 }
 
-func (r *recSink) events() []string {
+func (r *coreRecSink) events() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.evs...)
 }
 
-func fmtStored(hashes []uint64, parent *uint64, tokens []uint32, blockSize int, lora string) string {
+func coreFmtStored(hashes []uint64, parent *uint64, tokens []uint32, blockSize int, lora string) string {
 	var b strings.Builder
 	b.WriteString("S")
 	if parent != nil {
@@ -62,10 +62,10 @@ func fmtStored(hashes []uint64, parent *uint64, tokens []uint32, blockSize int, 
 	return b.String()
 }
 
-// stepSync runs one engine step synchronously at time.Now() with zero
+// coreStep runs one engine step synchronously at time.Now() with zero
 // duration (the test drives the engine instead of Run). It reports whether
 // the step did anything.
-func stepSync(e *Engine) bool {
+func coreStep(e *Engine) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
@@ -81,8 +81,8 @@ func stepSync(e *Engine) bool {
 	return true
 }
 
-// drain reads every Output of a stream that is already available.
-func drain(out <-chan Output) (toks []uint32, last Output, closed bool) {
+// coreDrain reads every Output of a stream that is already available.
+func coreDrain(out <-chan Output) (toks []uint32, last Output, closed bool) {
 	for {
 		select {
 		case o, ok := <-out:
@@ -97,15 +97,15 @@ func drain(out <-chan Output) (toks []uint32, last Output, closed bool) {
 	}
 }
 
-// testConfig is a small ZeroLatency engine.
-func testConfig() EngineConfig {
+// coreTestConfig is a small ZeroLatency engine.
+func coreTestConfig() EngineConfig {
 	c := DefaultEngineConfig()
 	c.Model = "m"
 	c.ZeroLatency = true
 	return c
 }
 
-func mustEngine(t testing.TB, cfg EngineConfig, m *Metrics, sink KVEventSink) *Engine {
+func coreMustEngine(t testing.TB, cfg EngineConfig, m *Metrics, sink KVEventSink) *Engine {
 	t.Helper()
 	e, err := NewEngine(cfg, nil, m, sink)
 	if err != nil {
@@ -114,12 +114,12 @@ func mustEngine(t testing.TB, cfg EngineConfig, m *Metrics, sink KVEventSink) *E
 	return e
 }
 
-// constGen returns a generator that never emits EOS (EOS is 0, tokens are >= 1).
-func constGen(base uint32) func(int) uint32 {
+// coreGen returns a generator that never emits EOS (EOS is 0, tokens are >= 1).
+func coreGen(base uint32) func(int) uint32 {
 	return func(i int) uint32 { return base + uint32(i%1000) + 1 }
 }
 
-func seqTokens(start, n int) []uint32 {
+func coreTokens(start, n int) []uint32 {
 	out := make([]uint32, n)
 	for i := range out {
 		out[i] = uint32(start + i)
@@ -127,8 +127,8 @@ func seqTokens(start, n int) []uint32 {
 	return out
 }
 
-// metricValue returns the value of a collector holding one counter or gauge.
-func metricValue(t testing.TB, c prometheus.Collector) float64 {
+// coreMetricValue returns the value of a collector holding one counter or gauge.
+func coreMetricValue(t testing.TB, c prometheus.Collector) float64 {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 1)
 	c.Collect(ch)

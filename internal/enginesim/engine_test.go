@@ -123,11 +123,11 @@ func TestStepTimeMonotone(t *testing.T) {
 }
 
 func TestSubmitRejects(t *testing.T) {
-	cfg := testConfig()
+	cfg := coreTestConfig()
 	cfg.MaxModelLen = 100
 	cfg.NumGPUBlocks = 5 // 4 usable × 16 = 64 tokens
-	e := mustEngine(t, cfg, nil, nil)
-	gen := constGen(1)
+	e := coreMustEngine(t, cfg, nil, nil)
+	gen := coreGen(1)
 	tests := []struct {
 		name    string
 		req     *Request
@@ -135,10 +135,10 @@ func TestSubmitRejects(t *testing.T) {
 	}{
 		{"nil", nil, false},
 		{"empty prompt", &Request{MaxTokens: 1, Generate: gen}, false},
-		{"no generator", &Request{Prompt: seqTokens(1, 3), MaxTokens: 1}, false},
-		{"zero max tokens", &Request{Prompt: seqTokens(1, 3), Generate: gen}, false},
-		{"over max model len", &Request{Prompt: seqTokens(1, 60), MaxTokens: 41, Generate: gen}, true},
-		{"over kv capacity", &Request{Prompt: seqTokens(1, 60), MaxTokens: 6, Generate: gen}, true},
+		{"no generator", &Request{Prompt: coreTokens(1, 3), MaxTokens: 1}, false},
+		{"zero max tokens", &Request{Prompt: coreTokens(1, 3), Generate: gen}, false},
+		{"over max model len", &Request{Prompt: coreTokens(1, 60), MaxTokens: 41, Generate: gen}, true},
+		{"over kv capacity", &Request{Prompt: coreTokens(1, 60), MaxTokens: 6, Generate: gen}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,7 +152,7 @@ func TestSubmitRejects(t *testing.T) {
 			}
 		})
 	}
-	if _, err := e.Submit(&Request{Prompt: seqTokens(1, 60), MaxTokens: 5, Generate: gen}); err != nil {
+	if _, err := e.Submit(&Request{Prompt: coreTokens(1, 60), MaxTokens: 5, Generate: gen}); err != nil {
 		t.Fatalf("Submit(exactly fits) = %v", err)
 	}
 }
@@ -171,9 +171,9 @@ func TestAbortFreesAtOnce(t *testing.T) {
 				}
 				cfg := DefaultEngineConfig()
 				cfg.Model = "m"
-				e := mustEngine(t, cfg, m, nil)
-				startEngine(t, e)
-				st, err := e.Submit(&Request{ID: "a", Prompt: seqTokens(1, 1000), MaxTokens: 1000, Generate: constGen(5)})
+				e := coreMustEngine(t, cfg, m, nil)
+				coreStartEngine(t, e)
+				st, err := e.Submit(&Request{ID: "a", Prompt: coreTokens(1, 1000), MaxTokens: 1000, Generate: coreGen(5)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -195,15 +195,15 @@ func TestAbortFreesAtOnce(t *testing.T) {
 				if !last.Finished || last.FinishReason != reason {
 					t.Fatalf("final output %+v, want finished with %q", last, reason)
 				}
-				if got := metricValue(t, m.vllm.success.WithLabelValues("m", "0", reason)); got != 1 {
+				if got := coreMetricValue(t, m.vllm.success.WithLabelValues("m", "0", reason)); got != 1 {
 					t.Errorf("request_success_total{finished_reason=%q} = %v, want 1", reason, got)
 				}
-				if got := metricValue(t, m.vllm.running.WithLabelValues("m", "0")); got != 0 {
+				if got := coreMetricValue(t, m.vllm.running.WithLabelValues("m", "0")); got != 0 {
 					t.Errorf("num_requests_running = %v, want 0", got)
 				}
 				st.Abort("abort") // idempotent
 				time.Sleep(time.Second)
-				if got := metricValue(t, m.vllm.success.WithLabelValues("m", "0", reason)); got != 1 {
+				if got := coreMetricValue(t, m.vllm.success.WithLabelValues("m", "0", reason)); got != 1 {
 					t.Errorf("after a second Abort: count %v, want 1", got)
 				}
 			})
@@ -219,13 +219,13 @@ func TestPreemptionCompletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := testConfig()
+	cfg := coreTestConfig()
 	cfg.NumGPUBlocks = 11 // 10 usable blocks = 160 tokens
-	e := mustEngine(t, cfg, m, nil)
+	e := coreMustEngine(t, cfg, m, nil)
 	const n, maxTok = 3, 60
 	streams := make([]*Stream, n)
 	for i := range n {
-		st, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: seqTokens(1000*(i+1), 64), MaxTokens: maxTok, Generate: constGen(uint32(100 * i))})
+		st, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: coreTokens(1000*(i+1), 64), MaxTokens: maxTok, Generate: coreGen(uint32(100 * i))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,11 +234,11 @@ func TestPreemptionCompletes(t *testing.T) {
 	got := make([][]uint32, n)
 	var last [n]Output
 	for range 10000 {
-		if !stepSync(e) {
+		if !coreStep(e) {
 			break
 		}
 		for i, st := range streams {
-			toks, o, _ := drain(st.Out)
+			toks, o, _ := coreDrain(st.Out)
 			got[i] = append(got[i], toks...)
 			if o.Finished {
 				last[i] = o
@@ -248,7 +248,7 @@ func TestPreemptionCompletes(t *testing.T) {
 	for i := range n {
 		want := make([]uint32, maxTok)
 		for k := range want {
-			want[k] = constGen(uint32(100 * i))(k)
+			want[k] = coreGen(uint32(100 * i))(k)
 		}
 		if diff := cmp.Diff(want, got[i]); diff != "" {
 			t.Errorf("sequence %d tokens (-want +got):\n%s", i, diff)
@@ -257,7 +257,7 @@ func TestPreemptionCompletes(t *testing.T) {
 			t.Errorf("sequence %d finish %q, want length", i, last[i].FinishReason)
 		}
 	}
-	if p := metricValue(t, m.vllm.preemptions.WithLabelValues("m", "0")); p == 0 {
+	if p := coreMetricValue(t, m.vllm.preemptions.WithLabelValues("m", "0")); p == 0 {
 		t.Errorf("num_preemptions_total = 0, want > 0")
 	}
 	if ld := e.Load(); ld.FreeBlocks != ld.TotalBlocks {
@@ -271,11 +271,11 @@ func TestPreemptionCompletes(t *testing.T) {
 func TestCapsNeverExceeded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for trial := range 20 {
-		cfg := testConfig()
+		cfg := coreTestConfig()
 		cfg.MaxNumSeqs = 1 + rng.IntN(8)
 		cfg.MaxNumBatchedTokens = 8 + rng.IntN(200)
 		cfg.NumGPUBlocks = 40 + rng.IntN(200)
-		e := mustEngine(t, cfg, nil, nil)
+		e := coreMustEngine(t, cfg, nil, nil)
 		steps, maxSeen := 0, 0
 		e.stepHook = func(p *stepPlan) {
 			steps++
@@ -289,18 +289,18 @@ func TestCapsNeverExceeded(t *testing.T) {
 		}
 		var streams []*Stream
 		for i := range 30 {
-			st, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: seqTokens(rng.IntN(1000), 1+rng.IntN(300)), MaxTokens: 1 + rng.IntN(40), Generate: constGen(3)})
+			st, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: coreTokens(rng.IntN(1000), 1+rng.IntN(300)), MaxTokens: 1 + rng.IntN(40), Generate: coreGen(3)})
 			if err != nil {
 				continue
 			}
 			streams = append(streams, st)
 		}
 		for range 100000 {
-			if !stepSync(e) {
+			if !coreStep(e) {
 				break
 			}
 			for _, st := range streams {
-				drain(st.Out)
+				coreDrain(st.Out)
 			}
 		}
 		if steps == 0 || maxSeen == 0 {
@@ -316,21 +316,21 @@ func TestCapsNeverExceeded(t *testing.T) {
 // generation: the engine keeps stepping and the reader later gets every
 // token, coalesced.
 func TestSlowReaderNeverBlocks(t *testing.T) {
-	e := mustEngine(t, testConfig(), nil, nil)
-	slow, err := e.Submit(&Request{ID: "slow", Prompt: seqTokens(1, 10), MaxTokens: 500, Generate: constGen(0)})
+	e := coreMustEngine(t, coreTestConfig(), nil, nil)
+	slow, err := e.Submit(&Request{ID: "slow", Prompt: coreTokens(1, 10), MaxTokens: 500, Generate: coreGen(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fast, err := e.Submit(&Request{ID: "fast", Prompt: seqTokens(50, 10), MaxTokens: 500, Generate: constGen(0)})
+	fast, err := e.Submit(&Request{ID: "fast", Prompt: coreTokens(50, 10), MaxTokens: 500, Generate: coreGen(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var fastToks []uint32
-	for stepSync(e) {
-		toks, _, _ := drain(fast.Out)
+	for coreStep(e) {
+		toks, _, _ := coreDrain(fast.Out)
 		fastToks = append(fastToks, toks...)
 	}
-	toks, last, closed := drain(slow.Out)
+	toks, last, closed := coreDrain(slow.Out)
 	if !closed || !last.Finished || last.FinishReason != "length" {
 		t.Fatalf("slow stream: closed %v last %+v", closed, last)
 	}
@@ -338,8 +338,8 @@ func TestSlowReaderNeverBlocks(t *testing.T) {
 		t.Fatalf("got %d slow and %d fast tokens, want 500 each", len(toks), len(fastToks))
 	}
 	for i, tok := range toks {
-		if tok != constGen(0)(i) {
-			t.Fatalf("slow token %d = %d, want %d", i, tok, constGen(0)(i))
+		if tok != coreGen(0)(i) {
+			t.Fatalf("slow token %d = %d, want %d", i, tok, coreGen(0)(i))
 		}
 	}
 }
@@ -367,16 +367,16 @@ func TestStopConditions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := mustEngine(t, testConfig(), nil, nil)
+			e := coreMustEngine(t, coreTestConfig(), nil, nil)
 			r := tt.req
-			r.Prompt, r.Generate, r.EOS = seqTokens(1, 20), gen, eos
+			r.Prompt, r.Generate, r.EOS = coreTokens(1, 20), gen, eos
 			st, err := e.Submit(&r)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for stepSync(e) {
+			for coreStep(e) {
 			}
-			toks, last, closed := drain(st.Out)
+			toks, last, closed := coreDrain(st.Out)
 			if !closed || len(toks) != tt.wantLen || last.FinishReason != tt.wantReason {
 				t.Fatalf("got %d tokens, reason %q (closed %v), want %d, %q", len(toks), last.FinishReason, closed, tt.wantLen, tt.wantReason)
 			}
@@ -387,19 +387,19 @@ func TestStopConditions(t *testing.T) {
 // TestMultiTurnReuse checks that generated tokens' blocks are cached, so the
 // next turn (prompt + answer + more) hits them.
 func TestMultiTurnReuse(t *testing.T) {
-	cfg := testConfig()
-	e := mustEngine(t, cfg, nil, nil)
+	cfg := coreTestConfig()
+	e := coreMustEngine(t, cfg, nil, nil)
 	seed := kvblock.NewSeed("m", "", "")
-	prompt := seqTokens(1, 40)
-	st, _ := e.Submit(&Request{Prompt: prompt, Seed: seed, MaxTokens: 30, Generate: constGen(7), IgnoreEOS: true})
-	for stepSync(e) {
+	prompt := coreTokens(1, 40)
+	st, _ := e.Submit(&Request{Prompt: prompt, Seed: seed, MaxTokens: 30, Generate: coreGen(7), IgnoreEOS: true})
+	for coreStep(e) {
 	}
-	answer, _, _ := drain(st.Out)
-	turn2 := append(append(append([]uint32{}, prompt...), answer...), seqTokens(900, 10)...)
-	st2, _ := e.Submit(&Request{Prompt: turn2, Seed: seed, MaxTokens: 1, Generate: constGen(7)})
-	for stepSync(e) {
+	answer, _, _ := coreDrain(st.Out)
+	turn2 := append(append(append([]uint32{}, prompt...), answer...), coreTokens(900, 10)...)
+	st2, _ := e.Submit(&Request{Prompt: turn2, Seed: seed, MaxTokens: 1, Generate: coreGen(7)})
+	for coreStep(e) {
 	}
-	_, last, _ := drain(st2.Out)
+	_, last, _ := coreDrain(st2.Out)
 	// 40 + 30 tokens, the last generated token's KV is never computed: 69 tokens → 4 full blocks.
 	if want := 4 * cfg.BlockSize; last.CachedTokens != want {
 		t.Fatalf("turn 2 CachedTokens = %d, want %d", last.CachedTokens, want)
@@ -407,22 +407,22 @@ func TestMultiTurnReuse(t *testing.T) {
 }
 
 func TestRestartDropsEverything(t *testing.T) {
-	sink := &recSink{}
-	e := mustEngine(t, testConfig(), nil, sink)
+	sink := &coreRecSink{}
+	e := coreMustEngine(t, coreTestConfig(), nil, sink)
 	seed := kvblock.NewSeed("m", "", "")
 	warm := func() []CachedBlock {
-		st, _ := e.Submit(&Request{Prompt: seqTokens(1, 64), Seed: seed, MaxTokens: 1, Generate: constGen(1)})
-		for stepSync(e) {
+		st, _ := e.Submit(&Request{Prompt: coreTokens(1, 64), Seed: seed, MaxTokens: 1, Generate: coreGen(1)})
+		for coreStep(e) {
 		}
-		drain(st.Out)
+		coreDrain(st.Out)
 		return e.CachedBlocks()
 	}
 	before := warm()
-	running, _ := e.Submit(&Request{Prompt: seqTokens(500, 64), Seed: seed, MaxTokens: 100, Generate: constGen(1)})
-	stepSync(e)
+	running, _ := e.Submit(&Request{Prompt: coreTokens(500, 64), Seed: seed, MaxTokens: 100, Generate: coreGen(1)})
+	coreStep(e)
 	nEvents := len(sink.events())
 	e.Restart()
-	_, last, closed := drain(running.Out)
+	_, last, closed := coreDrain(running.Out)
 	if !closed || last.FinishReason != "abort" {
 		t.Fatalf("running sequence after Restart: closed %v last %+v", closed, last)
 	}
@@ -450,16 +450,16 @@ func TestRestartDropsEverything(t *testing.T) {
 }
 
 func TestResetPrefixCache(t *testing.T) {
-	sink := &recSink{}
-	e := mustEngine(t, testConfig(), nil, sink)
-	st, _ := e.Submit(&Request{Prompt: seqTokens(1, 64), MaxTokens: 10, Generate: constGen(1)})
-	stepSync(e)
+	sink := &coreRecSink{}
+	e := coreMustEngine(t, coreTestConfig(), nil, sink)
+	st, _ := e.Submit(&Request{Prompt: coreTokens(1, 64), MaxTokens: 10, Generate: coreGen(1)})
+	coreStep(e)
 	if e.ResetPrefixCache() {
 		t.Fatal("ResetPrefixCache succeeded with blocks in use")
 	}
-	for stepSync(e) {
+	for coreStep(e) {
 	}
-	drain(st.Out)
+	coreDrain(st.Out)
 	if !e.ResetPrefixCache() {
 		t.Fatal("ResetPrefixCache failed on an idle engine")
 	}

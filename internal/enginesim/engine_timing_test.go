@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// startEngine runs e until the test's bubble ends.
-func startEngine(t *testing.T, e *Engine) {
+// coreStartEngine runs e until the test's bubble ends.
+func coreStartEngine(t *testing.T, e *Engine) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -33,12 +33,12 @@ func TestIdleTTFTMatchesClosedForm(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					cfg := DefaultEngineConfig()
 					cfg.Model = "m"
-					e := mustEngine(t, cfg, nil, nil)
-					startEngine(t, e)
-					prompt := seqTokens(1, n)
+					e := coreMustEngine(t, cfg, nil, nil)
+					coreStartEngine(t, e)
+					prompt := coreTokens(1, n)
 					warmLen := int(frac * float64(n))
 					if warmLen > 0 {
-						st, err := e.Submit(&Request{ID: "warm", Prompt: prompt[:warmLen], MaxTokens: 1, Generate: constGen(1 << 20)})
+						st, err := e.Submit(&Request{ID: "warm", Prompt: prompt[:warmLen], MaxTokens: 1, Generate: coreGen(1 << 20)})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -48,7 +48,7 @@ func TestIdleTTFTMatchesClosedForm(t *testing.T) {
 					synctest.Wait() // the engine is idle
 
 					arrival := time.Now()
-					st, err := e.Submit(&Request{ID: "r", Prompt: prompt, MaxTokens: 4, Generate: constGen(1 << 21), Arrival: arrival})
+					st, err := e.Submit(&Request{ID: "r", Prompt: prompt, MaxTokens: 4, Generate: coreGen(1 << 21), Arrival: arrival})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -79,8 +79,8 @@ func TestLongPrefillSlowsDecodes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := DefaultEngineConfig()
 		cfg.Model = "m"
-		e := mustEngine(t, cfg, nil, nil)
-		startEngine(t, e)
+		e := coreMustEngine(t, cfg, nil, nil)
+		coreStartEngine(t, e)
 
 		const numDecodes, promptLen = 8, 1024 // 8 × 1024 = one full step budget
 		type rec struct {
@@ -90,7 +90,7 @@ func TestLongPrefillSlowsDecodes(t *testing.T) {
 		recs := make([]*rec, numDecodes)
 		var wg sync.WaitGroup
 		for i := range numDecodes {
-			st, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: seqTokens(100000*(i+1), promptLen), MaxTokens: 400, Generate: constGen(7)})
+			st, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: coreTokens(100000*(i+1), promptLen), MaxTokens: 400, Generate: coreGen(7)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +109,7 @@ func TestLongPrefillSlowsDecodes(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // decodes are running
 		const longLen = 20000
-		long, err := e.Submit(&Request{ID: "long", Prompt: seqTokens(1<<24, longLen), MaxTokens: 1, Generate: constGen(9)})
+		long, err := e.Submit(&Request{ID: "long", Prompt: coreTokens(1<<24, longLen), MaxTokens: 1, Generate: coreGen(9)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,77 +9,77 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// family is what a scraper sees of a metric family.
-type family struct {
+// coreFamily is what a scraper sees of a metric coreFamily.
+type coreFamily struct {
 	Type    string
 	Labels  []string  // sorted label names
 	Buckets []float64 // histogram upper bounds (without +Inf)
 }
 
 var (
-	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
-	itlBuckets  = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
-	reqBuckets  = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
-	iterBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
-	base        = []string{"engine", "model_name"}
+	coreTTFTBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
+	coreITLBuckets  = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
+	coreReqBuckets  = []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680}
+	coreIterBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+	coreBaseLabels  = []string{"engine", "model_name"}
 )
 
-// vllmFamilies is engines.md §3.2 (names as exposed, types, labels, buckets)
+// coreVLLMFamilies is engines.md §3.2 (names as exposed, types, labels, buckets)
 // for the families the simulator models; max_model_len is 1000 here.
-var vllmFamilies = map[string]family{
-	"vllm:num_requests_running":                  {Type: "GAUGE", Labels: base},
-	"vllm:num_requests_waiting":                  {Type: "GAUGE", Labels: base},
+var coreVLLMFamilies = map[string]coreFamily{
+	"vllm:num_requests_running":                  {Type: "GAUGE", Labels: coreBaseLabels},
+	"vllm:num_requests_waiting":                  {Type: "GAUGE", Labels: coreBaseLabels},
 	"vllm:num_requests_waiting_by_reason":        {Type: "GAUGE", Labels: []string{"engine", "model_name", "reason"}},
-	"vllm:kv_cache_usage_perc":                   {Type: "GAUGE", Labels: base},
-	"vllm:prefix_cache_queries_total":            {Type: "COUNTER", Labels: base},
-	"vllm:prefix_cache_hits_total":               {Type: "COUNTER", Labels: base},
-	"vllm:num_preemptions_total":                 {Type: "COUNTER", Labels: base},
-	"vllm:prompt_tokens_total":                   {Type: "COUNTER", Labels: base},
-	"vllm:generation_tokens_total":               {Type: "COUNTER", Labels: base},
+	"vllm:kv_cache_usage_perc":                   {Type: "GAUGE", Labels: coreBaseLabels},
+	"vllm:prefix_cache_queries_total":            {Type: "COUNTER", Labels: coreBaseLabels},
+	"vllm:prefix_cache_hits_total":               {Type: "COUNTER", Labels: coreBaseLabels},
+	"vllm:num_preemptions_total":                 {Type: "COUNTER", Labels: coreBaseLabels},
+	"vllm:prompt_tokens_total":                   {Type: "COUNTER", Labels: coreBaseLabels},
+	"vllm:generation_tokens_total":               {Type: "COUNTER", Labels: coreBaseLabels},
 	"vllm:request_success_total":                 {Type: "COUNTER", Labels: []string{"engine", "finished_reason", "model_name"}},
-	"vllm:time_to_first_token_seconds":           {Type: "HISTOGRAM", Labels: base, Buckets: ttftBuckets},
-	"vllm:inter_token_latency_seconds":           {Type: "HISTOGRAM", Labels: base, Buckets: itlBuckets},
-	"vllm:request_time_per_output_token_seconds": {Type: "HISTOGRAM", Labels: base, Buckets: itlBuckets},
-	"vllm:e2e_request_latency_seconds":           {Type: "HISTOGRAM", Labels: base, Buckets: reqBuckets},
-	"vllm:request_queue_time_seconds":            {Type: "HISTOGRAM", Labels: base, Buckets: reqBuckets},
-	"vllm:request_inference_time_seconds":        {Type: "HISTOGRAM", Labels: base, Buckets: reqBuckets},
-	"vllm:request_prefill_time_seconds":          {Type: "HISTOGRAM", Labels: base, Buckets: reqBuckets},
-	"vllm:request_decode_time_seconds":           {Type: "HISTOGRAM", Labels: base, Buckets: reqBuckets},
-	"vllm:request_prompt_tokens":                 {Type: "HISTOGRAM", Labels: base, Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}},
-	"vllm:request_generation_tokens":             {Type: "HISTOGRAM", Labels: base, Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}},
-	"vllm:iteration_tokens_total":                {Type: "HISTOGRAM", Labels: base, Buckets: iterBuckets},
+	"vllm:time_to_first_token_seconds":           {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: coreTTFTBuckets},
+	"vllm:inter_token_latency_seconds":           {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: coreITLBuckets},
+	"vllm:request_time_per_output_token_seconds": {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: coreITLBuckets},
+	"vllm:e2e_request_latency_seconds":           {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: coreReqBuckets},
+	"vllm:request_queue_time_seconds":            {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: coreReqBuckets},
+	"vllm:request_inference_time_seconds":        {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: coreReqBuckets},
+	"vllm:request_prefill_time_seconds":          {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: coreReqBuckets},
+	"vllm:request_decode_time_seconds":           {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: coreReqBuckets},
+	"vllm:request_prompt_tokens":                 {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}},
+	"vllm:request_generation_tokens":             {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}},
+	"vllm:iteration_tokens_total":                {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: coreIterBuckets},
 	"vllm:cache_config_info": {Type: "GAUGE", Labels: []string{"block_size", "cache_dtype", "enable_prefix_caching", "engine",
 		"gpu_memory_utilization", "num_cpu_blocks", "num_gpu_blocks", "prefix_caching_hash_algo"}},
 }
 
 var (
-	sglSched = []string{"dp_rank", "engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"}
-	sglTok   = []string{"engine_type", "model_name"}
+	coreSGLSched = []string{"dp_rank", "engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"}
+	coreSGLTok   = []string{"engine_type", "model_name"}
 )
 
-// sglangFamilies is engines.md §4.2 for the modelled families, with SGLang's
+// coreSGLangFamilies is engines.md §4.2 for the modelled families, with SGLang's
 // default buckets.
-var sglangFamilies = map[string]family{
-	"sglang:num_running_reqs":            {Type: "GAUGE", Labels: sglSched},
-	"sglang:num_queue_reqs":              {Type: "GAUGE", Labels: sglSched},
-	"sglang:token_usage":                 {Type: "GAUGE", Labels: sglSched},
-	"sglang:cache_hit_rate":              {Type: "GAUGE", Labels: sglSched},
-	"sglang:num_used_tokens":             {Type: "GAUGE", Labels: sglSched},
-	"sglang:max_total_num_tokens":        {Type: "GAUGE", Labels: sglSched},
-	"sglang:page_size":                   {Type: "GAUGE", Labels: sglSched},
-	"sglang:prompt_tokens_total":         {Type: "COUNTER", Labels: sglTok},
-	"sglang:generation_tokens_total":     {Type: "COUNTER", Labels: sglTok},
+var coreSGLangFamilies = map[string]coreFamily{
+	"sglang:num_running_reqs":            {Type: "GAUGE", Labels: coreSGLSched},
+	"sglang:num_queue_reqs":              {Type: "GAUGE", Labels: coreSGLSched},
+	"sglang:token_usage":                 {Type: "GAUGE", Labels: coreSGLSched},
+	"sglang:cache_hit_rate":              {Type: "GAUGE", Labels: coreSGLSched},
+	"sglang:num_used_tokens":             {Type: "GAUGE", Labels: coreSGLSched},
+	"sglang:max_total_num_tokens":        {Type: "GAUGE", Labels: coreSGLSched},
+	"sglang:page_size":                   {Type: "GAUGE", Labels: coreSGLSched},
+	"sglang:prompt_tokens_total":         {Type: "COUNTER", Labels: coreSGLTok},
+	"sglang:generation_tokens_total":     {Type: "COUNTER", Labels: coreSGLTok},
 	"sglang:cached_tokens_total":         {Type: "COUNTER", Labels: []string{"cache_source", "engine_type", "model_name"}},
-	"sglang:num_requests_total":          {Type: "COUNTER", Labels: sglTok},
-	"sglang:num_aborted_requests_total":  {Type: "COUNTER", Labels: sglTok},
-	"sglang:time_to_first_token_seconds": {Type: "HISTOGRAM", Labels: sglTok, Buckets: []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400}},
-	"sglang:inter_token_latency_seconds": {Type: "HISTOGRAM", Labels: sglTok, Buckets: []float64{0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8}},
-	"sglang:e2e_request_latency_seconds": {Type: "HISTOGRAM", Labels: sglTok, Buckets: []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400}},
+	"sglang:num_requests_total":          {Type: "COUNTER", Labels: coreSGLTok},
+	"sglang:num_aborted_requests_total":  {Type: "COUNTER", Labels: coreSGLTok},
+	"sglang:time_to_first_token_seconds": {Type: "HISTOGRAM", Labels: coreSGLTok, Buckets: []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400}},
+	"sglang:inter_token_latency_seconds": {Type: "HISTOGRAM", Labels: coreSGLTok, Buckets: []float64{0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8}},
+	"sglang:e2e_request_latency_seconds": {Type: "HISTOGRAM", Labels: coreSGLTok, Buckets: []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400}},
 }
 
-// gatherFamilies runs traffic through two engines (ranks 0 and 1) sharing
+// coreGatherFamilies runs traffic through two engines (ranks 0 and 1) sharing
 // one Metrics and returns what the registry exposes.
-func gatherFamilies(t *testing.T, flavor string) (map[string]family, []*dto.MetricFamily) {
+func coreGatherFamilies(t *testing.T, flavor string) (map[string]coreFamily, []*dto.MetricFamily) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg, flavor, "meta-llama/Llama-3.1-8B-Instruct")
@@ -87,29 +87,29 @@ func gatherFamilies(t *testing.T, flavor string) (map[string]family, []*dto.Metr
 		t.Fatal(err)
 	}
 	for rank := range 2 {
-		cfg := testConfig()
+		cfg := coreTestConfig()
 		cfg.Rank = rank
 		cfg.MaxModelLen = 1000
-		e := mustEngine(t, cfg, m, nil)
+		e := coreMustEngine(t, cfg, m, nil)
 		var sts []*Stream
 		for i := range 3 {
-			st, err := e.Submit(&Request{Prompt: seqTokens(1, 40+i), MaxTokens: 5, Generate: constGen(1)})
+			st, err := e.Submit(&Request{Prompt: coreTokens(1, 40+i), MaxTokens: 5, Generate: coreGen(1)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			sts = append(sts, st)
 		}
 		sts[2].Abort("abort")
-		for stepSync(e) {
+		for coreStep(e) {
 		}
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]family{}
+	got := map[string]coreFamily{}
 	for _, mf := range mfs {
-		f := family{Type: mf.GetType().String()}
+		f := coreFamily{Type: mf.GetType().String()}
 		for _, mt := range mf.GetMetric() {
 			var names []string
 			for _, lp := range mt.GetLabel() {
@@ -136,14 +136,14 @@ func gatherFamilies(t *testing.T, flavor string) (map[string]family, []*dto.Metr
 func TestMetricFamiliesMatchEngines(t *testing.T) {
 	tests := []struct {
 		flavor string
-		want   map[string]family
+		want   map[string]coreFamily
 	}{
-		{FlavorVLLM, vllmFamilies},
-		{FlavorSGLang, sglangFamilies},
+		{FlavorVLLM, coreVLLMFamilies},
+		{FlavorSGLang, coreSGLangFamilies},
 	}
 	for _, tt := range tests {
 		t.Run(tt.flavor, func(t *testing.T) {
-			got, _ := gatherFamilies(t, tt.flavor)
+			got, _ := coreGatherFamilies(t, tt.flavor)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("families mismatch (-engines.md +registry):\n%s", diff)
 			}
@@ -152,7 +152,7 @@ func TestMetricFamiliesMatchEngines(t *testing.T) {
 }
 
 func TestMetricValues(t *testing.T) {
-	_, mfs := gatherFamilies(t, FlavorVLLM)
+	_, mfs := coreGatherFamilies(t, FlavorVLLM)
 	values := map[string]float64{}
 	for _, mf := range mfs {
 		for _, mt := range mf.GetMetric() {
