@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -330,21 +329,22 @@ func waitFor(t *testing.T, c <-chan struct{}, what string) {
 	}
 }
 
-// waitUntil polls cond, for state that another goroutine finishes after the
-// event the test synchronised on (a deferred counter decrement). It yields
-// the processor between polls; the deadline is a hang guard only.
+// waitUntil polls cond, for state that another goroutine reaches after the
+// event the test synchronised on (a deferred counter decrement, a loop's
+// next tick). The deadline is a hang guard only, never an assertion.
 func waitUntil(cond func() bool) error {
-	deadline := time.Now().Add(guard)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(guard)
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-deadline:
 			return errors.New("condition not reached")
 		}
-		runtimeGosched()
 	}
 	return nil
 }
-
-var runtimeGosched = runtime.Gosched
 
 // metricValue reads a counter's or gauge's value.
 func metricValue(t *testing.T, m prometheus.Metric) float64 {
