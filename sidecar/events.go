@@ -50,7 +50,7 @@ type controller struct {
 
 	mode           string
 	modeV          atomic.Pointer[string] // mode, for other goroutines
-	firstTrafficAt time.Time // first prompt seen while waiting for events
+	firstTrafficAt time.Time              // first prompt seen while waiting for events
 	capacity       int
 	resyncPending  bool
 }

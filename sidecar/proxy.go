@@ -2,8 +2,8 @@ package sidecar
 
 import (
 	"bytes"
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"

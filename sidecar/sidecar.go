@@ -47,15 +47,15 @@ type Sidecar struct {
 	exact     exactSource // nil when events are disabled
 	gossip    gossipNode  // nil only in tests
 
-	model     atomic.Pointer[string]
-	blockSize atomic.Int64
+	model      atomic.Pointer[string]
+	blockSize  atomic.Int64
 	modelKnown chan struct{} // closed once model is set
 
 	// lastLoad is the last scrape's outcome and lastGood the last readable
 	// one, written by the scraper and read by the control loop and the admin
 	// server.
 	lastLoad, lastGood atomic.Pointer[scrapeOutcome]
-	draining atomic.Bool
+	draining           atomic.Bool
 }
 
 type scrapeOutcome struct {

@@ -25,7 +25,7 @@ type SummaryInfo struct {
 	// Complete reports whether the summary covers a complete exact block
 	// set: false while approximate, or after an event gap that replay could
 	// not fill until the set is rebuilt.
-	Complete bool `json:"complete"`
+	Complete bool   `json:"complete"`
 	Epoch    uint64 `json:"epoch"`
 	Seq      uint64 `json:"seq"`
 	// Blocks counts the blocks summarized, per medium.
