@@ -43,6 +43,7 @@ type Publisher struct {
 	topic          []byte
 
 	queue   chan *batch
+	retry   time.Duration // pause between connection attempts (connect mode)
 	running atomic.Bool
 	ready   chan struct{} // closed once Run's sockets are up
 
@@ -80,6 +81,7 @@ func New(cfg Config, rank int, format Format, log *slog.Logger, reg prometheus.R
 		enabled: cfg.Enabled(),
 		topic:   []byte(cfg.Topic),
 		ready:   make(chan struct{}),
+		retry:   250 * time.Millisecond,
 	}
 	if !p.enabled {
 		close(p.ready)

@@ -324,3 +324,69 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+func TestPublisherReconnects(t *testing.T) {
+	t.Run("connect mode redials a restarted subscriber", func(t *testing.T) {
+		sub := newSocket(t, zmq4.NewSub)
+		if err := sub.Listen("tcp://127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		addr := "tcp://" + sub.Addr().String()
+		if err := sub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(enabledConfig(addr), 0, FormatMap, testLogger(t), prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.retry = time.Millisecond
+		runPublisher(t, p)
+		waitSubscribed(t, p, "")
+		publishSteps(p, 1)
+		recvBatch(t, sub, "kv-events")
+
+		_ = sub.Close()
+		publishSteps(p, 2) // into the void
+		waitPublished(t, p, 2)
+		sub2 := newSocket(t, zmq4.NewSub)
+		if err := sub2.Listen(addr); err != nil {
+			t.Fatal(err)
+		}
+		if err := sub2.SetOption(zmq4.OptionSubscribe, "kv"); err != nil {
+			t.Fatal(err)
+		}
+		waitSubscribed(t, p, "kv")
+		publishSteps(p, 3)
+		if seq, got, _ := recvBatch(t, sub2, "kv-events"); seq != 2 || !cmp.Equal(got, []decoded{removed(3)}) {
+			t.Errorf("after reconnect: seq %d %v, want seq 2 [BlockRemoved 3]", seq, got)
+		}
+	})
+	t.Run("bind mode serves a new subscriber", func(t *testing.T) {
+		p := startPublisher(t, enabledConfig("tcp://*:0"), 0, FormatMap)
+		_, port, _ := net.SplitHostPort(strings.TrimPrefix(p.Addr(), "tcp://"))
+		dial := "tcp://127.0.0.1:" + port
+		sub := newSocket(t, zmq4.NewSub)
+		if err := sub.Dial(dial); err != nil {
+			t.Fatal(err)
+		}
+		if err := sub.SetOption(zmq4.OptionSubscribe, "a"); err != nil {
+			t.Fatal(err)
+		}
+		waitSubscribed(t, p, "a")
+		_ = sub.Close()
+		publishSteps(p, 1, 2) // the writer meets the closed connection
+		waitPublished(t, p, 2)
+		sub2 := newSocket(t, zmq4.NewSub)
+		if err := sub2.Dial(dial); err != nil {
+			t.Fatal(err)
+		}
+		if err := sub2.SetOption(zmq4.OptionSubscribe, "kv"); err != nil {
+			t.Fatal(err)
+		}
+		waitSubscribed(t, p, "kv")
+		publishSteps(p, 3)
+		if seq, got, _ := recvBatch(t, sub2, "kv-events"); seq != 2 || !cmp.Equal(got, []decoded{removed(3)}) {
+			t.Errorf("new subscriber: seq %d %v, want seq 2 [BlockRemoved 3]", seq, got)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/go-zeromq/zmq4"
 )
@@ -33,13 +34,17 @@ func (p *Publisher) open(ctx context.Context) (*sockets, error) {
 	zlog := slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)
 
 	bind := ShouldBind(p.endpoint)
+	pctx := sctx
+	var watch *connWatch
 	opts := []zmq4.Option{zmq4.WithLogger(zlog)}
 	if !bind {
-		// libzmq connects in the background and reconnects for ever; do
-		// the same rather than failing after zmq4's default ten retries.
-		opts = append(opts, zmq4.WithDialerMaxRetries(-1), zmq4.WithAutomaticReconnect(true))
+		// libzmq connects in the background and reconnects for ever; do the
+		// same (see connectLoop) rather than fail after zmq4's ten retries.
+		watch = newConnWatch()
+		pctx = context.WithValue(sctx, watchKey{}, watch)
+		opts = append(opts, zmq4.WithDialerMaxRetries(-1), zmq4.WithDialerRetry(p.retry))
 	}
-	s.pub = zmq4.NewPub(sctx, opts...)
+	s.pub = zmq4.NewPub(pctx, opts...)
 	if err := s.pub.SetOption(zmq4.OptionHWM, p.cfg.HWM); err != nil {
 		s.close()
 		return nil, fmt.Errorf("kv events: set hwm %d: %w", p.cfg.HWM, err)
@@ -50,11 +55,7 @@ func (p *Publisher) open(ctx context.Context) (*sockets, error) {
 			return nil, fmt.Errorf("kv events: bind pub socket %s: %w", p.endpoint, err)
 		}
 	} else {
-		s.wg.Go(func() {
-			if err := s.pub.Dial(p.endpoint); err != nil && sctx.Err() == nil {
-				p.log.Error("connect kv events pub socket", "endpoint", p.endpoint, "err", err)
-			}
-		})
+		s.wg.Go(func() { p.connectLoop(sctx, s.pub, watch) })
 	}
 
 	var replayAddr string
@@ -74,6 +75,35 @@ func (p *Publisher) open(ctx context.Context) (*sockets, error) {
 	p.replayAddr = replayAddr
 	p.ringMu.Unlock()
 	return s, nil
+}
+
+// connectLoop keeps the PUB socket connected to p.endpoint: it dials
+// (retrying until it succeeds) and dials again whenever the connection is
+// lost, until ctx is done.
+func (p *Publisher) connectLoop(ctx context.Context, pub zmq4.Socket, watch *connWatch) {
+	ep := watchEndpoint(p.endpoint)
+	for {
+		watch.drain()
+		if err := pub.Dial(ep); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			p.log.Error("connect kv events pub socket", "endpoint", p.endpoint, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(p.retry):
+			}
+			continue
+		}
+		p.log.Debug("kv events pub socket connected", "endpoint", p.endpoint)
+		select {
+		case <-ctx.Done():
+			return
+		case <-watch.lost:
+			p.log.Info("kv events subscriber connection lost; reconnecting", "endpoint", p.endpoint)
+		}
+	}
 }
 
 // close closes the sockets and waits for their goroutines.
