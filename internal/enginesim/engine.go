@@ -236,6 +236,12 @@ func (e *Engine) finish(s *seq, reason string, toks []uint32, t time.Time) {
 
 // Run runs the step loop until ctx is done, then ends every remaining
 // sequence with "abort" and returns nil. Run may be called once.
+//
+// Step k ends at t_k = t_(k-1) + StepTime on a virtual timeline and the loop
+// sleeps until t_k, so timer overshoot never accumulates; outputs carry t_k.
+// When the engine goes idle (or falls more than 20 ms behind the wall clock)
+// the timeline re-anchors to time.Now(). With ZeroLatency steps run back to
+// back without sleeping, and an idle engine blocks until a submission.
 func (e *Engine) Run(ctx context.Context) error {
 	e.mu.Lock()
 	if e.started {
@@ -244,6 +250,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.started = true
 	e.mu.Unlock()
+	e.log.Debug("engine loop started", "block_size", e.cfg.BlockSize, "num_gpu_blocks", e.cfg.NumGPUBlocks,
+		"zero_latency", e.cfg.ZeroLatency)
 	defer e.shutdown()
 
 	timer := time.NewTimer(time.Hour)
@@ -338,6 +346,7 @@ func (e *Engine) shutdown() {
 	e.stopped = true
 	e.inflight = false
 	e.dropAll()
+	e.log.Debug("engine loop stopped")
 }
 
 // dropAll ends every sequence with "abort".

@@ -54,17 +54,23 @@ func NewMetrics(reg prometheus.Registerer, flavor, model string) (*Metrics, erro
 	return m, nil
 }
 
-// bind returns the observers of one engine. Families whose buckets depend on
-// the engine's configuration are registered on the first call.
+// bind returns the observers of one engine, labelled with cfg.Model (or the
+// model given to NewMetrics when cfg.Model is empty) and cfg.Rank. Families
+// whose buckets depend on the engine's configuration are registered on the
+// first call.
 func (m *Metrics) bind(cfg EngineConfig) (rankMetrics, error) {
+	model := m.model
+	if cfg.Model != "" {
+		model = cfg.Model
+	}
 	if m.vllm != nil {
 		m.once.Do(func() { m.onceErr = m.vllm.registerLenHistograms(m.reg, cfg.MaxModelLen) })
 		if m.onceErr != nil {
 			return nil, m.onceErr
 		}
-		return m.vllm.bind(m.model, cfg), nil
+		return m.vllm.bind(model, cfg), nil
 	}
-	return m.sglang.bind(m.model, cfg), nil
+	return m.sglang.bind(model, cfg), nil
 }
 
 // rankMetrics is what the engine reports, already bound to its rank. Calls
