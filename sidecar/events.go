@@ -19,6 +19,9 @@ type exactStatus struct {
 	Complete bool
 	// Blocks is the number of blocks in the exact set.
 	Blocks int
+	// ResyncNeeded reports that changes were lost (the change feed
+	// overflowed): the summary must be rebuilt from the whole set.
+	ResyncNeeded bool
 }
 
 // exactSource is the KV-event pipeline: subscriber, decoder and exact block
@@ -29,9 +32,9 @@ type exactSource interface {
 	// Status returns the pipeline's state. It must not block.
 	Status() exactStatus
 	// Resync calls fn with the whole exact set (router hashes per medium)
-	// from the goroutine that applies changes, between two changes, so the
-	// summary rebuilt in fn misses no change and doubles none. It does not
-	// wait for fn.
+	// between two changes, so the summary rebuilt in fn misses no change and
+	// doubles none. fn may run before Resync returns or later, on the
+	// goroutine that applies changes; it must not call back into the source.
 	Resync(fn func(sets map[string][]kvblock.Hash, complete bool))
 }
 
@@ -158,6 +161,9 @@ func (c *controller) tick() {
 			}
 		}
 	case modeLive:
+		if st.ResyncNeeded {
+			c.resetExact("overflow")
+		}
 		c.feed.setComplete(sourceExact, st.Complete)
 	}
 }

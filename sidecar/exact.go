@@ -2,14 +2,166 @@ package sidecar
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 
+	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/sidecar/blockset"
+	"github.com/inferrail/inferrail/sidecar/engine"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// exactMedia are the media the exact set is enumerated by for a summary
+// rebuild (blockset interns any other medium as one more, which the summary
+// files with the external tiers).
+var exactMedia = []string{engine.MediumGPU, engine.MediumCPU, engine.MediumDisk, engine.MediumStorage, engine.MediumExternal}
+
+// exactPipeline is the KV-event pipeline: a subscriber per data-parallel
+// rank delivers decoded batches, which are applied to the exact block set;
+// the set's change feed goes to the summary sink. Applying a batch, draining
+// its changes and a Resync are serialized by mu, so a summary rebuilt in
+// Resync misses no change and doubles none.
+type exactPipeline struct {
+	cfg       Config
+	waitModel func(context.Context) (string, error)
+	sink      blockSink
+	log       *slog.Logger
+	reg       prometheus.Registerer
+	m         *metrics
+	// subscribe runs the subscriber, delivering to the pipeline's methods,
+	// until ctx ends (subscribeZMQ in production).
+	subscribe func(ctx context.Context, p *exactPipeline) error
+
+	mu      sync.Mutex // protects set and scratch, and serializes the sink
+	set     *blockset.Set
+	scratch []blockset.Change
+
+	batches atomic.Uint64
+	blocks  atomic.Int64
+	// incomplete is set after a gap that replay could not fill, cleared
+	// when the set is rebuilt (the engine cleared or restarted the rank).
+	incomplete atomic.Bool
+	// needResync is set when the change feed overflowed: the summary must
+	// be rebuilt from the whole set.
+	needResync atomic.Bool
+}
+
+var _ exactSource = (*exactPipeline)(nil)
+
 // newExactPipeline builds the KV-event pipeline (subscriber → block set →
-// sink).
-func newExactPipeline(cfg Config, waitModel func(context.Context) (string, error), sink blockSink, log *slog.Logger, reg prometheus.Registerer, m *metrics) (exactSource, error) {
-	return nil, errors.New("kv events: pipeline not wired yet")
+// sink). The block set is created when the served model is known (it seeds
+// the hashes), at the start of Run.
+func newExactPipeline(cfg Config, waitModel func(context.Context) (string, error), sink blockSink, log *slog.Logger, reg prometheus.Registerer, m *metrics) (*exactPipeline, error) {
+	return &exactPipeline{
+		cfg: cfg, waitModel: waitModel, sink: sink, log: log.With("component", "events"), reg: reg, m: m,
+		subscribe: subscribeZMQ,
+	}, nil
+}
+
+// Run waits for the model name, builds the block set and runs the
+// subscriber until ctx ends.
+func (p *exactPipeline) Run(ctx context.Context) error {
+	model, err := p.waitModel(ctx)
+	if err != nil {
+		return nil // shutting down before the engine answered
+	}
+	set, err := blockset.New(blockset.Config{Model: model}, p.log, p.reg)
+	if err != nil {
+		return fmt.Errorf("block set: %w", err)
+	}
+	p.mu.Lock()
+	p.set = set
+	p.mu.Unlock()
+	return p.subscribe(ctx, p)
+}
+
+// applyBatch applies one in-order batch (live or replayed).
+func (p *exactPipeline) applyBatch(b engine.Batch) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.set == nil {
+		return
+	}
+	p.set.Apply(b)
+	p.batches.Add(1)
+	p.m.eventBatches.Inc()
+	for _, ev := range b.Events {
+		if _, ok := ev.(engine.AllBlocksCleared); ok {
+			p.incomplete.Store(p.set.Incomplete())
+		}
+	}
+	p.flushLocked()
+}
+
+// clearRank drops a rank's blocks: the publisher restarted (incomplete
+// false) or a gap could not be filled (incomplete true).
+func (p *exactPipeline) clearRank(rank int, incomplete bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.set == nil {
+		return
+	}
+	p.set.ClearRank(rank, incomplete)
+	p.incomplete.Store(p.set.Incomplete())
+	p.flushLocked()
+}
+
+// gap counts a sequence gap; recovered reports whether replay filled it.
+func (p *exactPipeline) gap(recovered bool) {
+	p.m.eventGaps.Inc()
+	if recovered {
+		p.m.eventReplays.Inc()
+	}
+}
+
+// flushLocked sends the set's pending changes to the sink, grouped in runs
+// of the same medium and direction. An overflowed feed rebuilds the sink.
+func (p *exactPipeline) flushLocked() {
+	changes, overflow := p.set.Drain(p.scratch[:0])
+	p.blocks.Store(int64(p.set.Len()))
+	if overflow {
+		if !p.needResync.Swap(true) {
+			p.log.Warn("block-set change feed overflowed: the summary will be rebuilt")
+		}
+		return
+	}
+	var run []kvblock.Hash
+	for i, c := range changes {
+		run = append(run, c.Hash)
+		if last := i == len(changes)-1; last || changes[i+1].Medium != c.Medium || changes[i+1].Added != c.Added {
+			if c.Added {
+				p.sink.blocksAdded(run, c.Medium)
+			} else {
+				p.sink.blocksRemoved(run, c.Medium)
+			}
+			run = run[:0]
+		}
+	}
+	p.scratch = changes[:0]
+}
+
+// Status implements exactSource.
+func (p *exactPipeline) Status() exactStatus {
+	return exactStatus{Batches: p.batches.Load(), Complete: !p.incomplete.Load(), Blocks: int(p.blocks.Load()), ResyncNeeded: p.needResync.Load()}
+}
+
+// Resync implements exactSource: fn runs under the pipeline's lock, after
+// the pending changes were sent, with the whole set.
+func (p *exactPipeline) Resync(fn func(map[string][]kvblock.Hash, bool)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sets := map[string][]kvblock.Hash{}
+	if p.set != nil {
+		p.flushLocked()
+		p.needResync.Store(false)
+		for _, m := range exactMedia {
+			if hs := p.set.Blocks(nil, m); len(hs) > 0 {
+				sets[m] = hs
+			}
+		}
+		p.blocks.Store(int64(p.set.Len()))
+	}
+	fn(sets, !p.incomplete.Load())
 }

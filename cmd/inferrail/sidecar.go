@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/inferrail/inferrail/sidecar"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+func init() {
+	register(command{name: "sidecar", summary: "front one engine: proxy, load scrape, KV events, gossip", run: runSidecar})
+}
+
+// sidecarFlag is one flag that overrides a config field when given.
+type sidecarFlag struct {
+	name, usage string
+	set         func(c *sidecar.Config, v string) error
+}
+
+func sidecarFlags() []sidecarFlag {
+	str := func(f func(*sidecar.Config) *string) func(*sidecar.Config, string) error {
+		return func(c *sidecar.Config, v string) error { *f(c) = v; return nil }
+	}
+	num := func(f func(*sidecar.Config) *int) func(*sidecar.Config, string) error {
+		return func(c *sidecar.Config, v string) error {
+			n, err := strconv.Atoi(v)
+			*f(c) = n
+			return err
+		}
+	}
+	dur := func(f func(*sidecar.Config) *time.Duration) func(*sidecar.Config, string) error {
+		return func(c *sidecar.Config, v string) error {
+			d, err := time.ParseDuration(v)
+			*f(c) = d
+			return err
+		}
+	}
+	d := sidecar.DefaultConfig()
+	return []sidecarFlag{
+		{"engine-url", "engine base URL (default " + d.EngineURL + ")", str(func(c *sidecar.Config) *string { return &c.EngineURL })},
+		{"engine", "engine kind: auto, vllm or sglang (default auto)", str(func(c *sidecar.Config) *string { return &c.Engine })},
+		{"model", "served model name that seeds block hashes (default: ask the engine's /v1/models)", str(func(c *sidecar.Config) *string { return &c.Model })},
+		{"tokenizer", `tokenizer for data-path prompts: "builtin:sim" or none (default none)`, str(func(c *sidecar.Config) *string { return &c.Tokenizer })},
+		{"block-size", "engine KV block size until the engine reports it (default 16)", num(func(c *sidecar.Config) *int { return &c.BlockSize })},
+		{"listen", "data-path address, h2c + HTTP/1.1 (default " + d.Listen + ")", str(func(c *sidecar.Config) *string { return &c.Listen })},
+		{"admin", "admin address: /metrics, /healthz, /v1/gossip/*, /v1/summary (default " + d.Admin + ")", str(func(c *sidecar.Config) *string { return &c.Admin })},
+		{"shutdown-timeout", "drain bound for in-flight requests on SIGTERM (default 30s)", dur(func(c *sidecar.Config) *time.Duration { return &c.ShutdownTimeout })},
+		{"kv-events-endpoint", "engine KV-event PUB endpoint of rank 0, tcp://host:port (default: none, approximate block set)", str(func(c *sidecar.Config) *string { return &c.KVEvents.Endpoint })},
+		{"kv-events-replay-endpoint", "engine KV-event replay (ROUTER) endpoint of rank 0", str(func(c *sidecar.Config) *string { return &c.KVEvents.ReplayEndpoint })},
+		{"kv-events-topic", "KV-event topic filter", str(func(c *sidecar.Config) *string { return &c.KVEvents.Topic })},
+		{"data-parallel-size", "engine data-parallel ranks to subscribe to (default 1)", num(func(c *sidecar.Config) *int { return &c.KVEvents.DataParallelSize })},
+		{"kv-events-silent-grace", "traffic without any event batch for this long means the engine publishes none (default 10s)", dur(func(c *sidecar.Config) *time.Duration { return &c.KVEvents.SilentGrace })},
+		{"scrape-interval", "engine metrics scrape period (default 100ms)", dur(func(c *sidecar.Config) *time.Duration { return &c.Scrape.Interval })},
+		{"gossip-bind", "gossip bind IP:port (default " + d.Gossip.Bind + ")", str(func(c *sidecar.Config) *string { return &c.Gossip.Bind })},
+		{"gossip-advertise", "gossip advertise IP or IP:port (default: $POD_IP, else the bind address)", str(func(c *sidecar.Config) *string { return &c.Gossip.Advertise })},
+		{"node-name", "gossip node name (default: $POD_NAME, else the host name)", str(func(c *sidecar.Config) *string { return &c.Gossip.NodeName })},
+		{"join", "comma-separated gossip seeds host:port", func(c *sidecar.Config, v string) error {
+			c.Gossip.Join = nil
+			for _, s := range strings.Split(v, ",") {
+				if s = strings.TrimSpace(s); s != "" {
+					c.Gossip.Join = append(c.Gossip.Join, s)
+				}
+			}
+			return nil
+		}},
+		{"gossip-key-file", "file with the gossip encryption key (base64 or raw 16/24/32 bytes)", str(func(c *sidecar.Config) *string { return &c.Gossip.KeyFile })},
+		{"cluster-label", "gossip cluster label", str(func(c *sidecar.Config) *string { return &c.Gossip.ClusterLabel })},
+		{"gossip-profile", "gossip timings: lan or local (default lan)", str(func(c *sidecar.Config) *string { return &c.Gossip.Profile })},
+	}
+}
+
+func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sidecar", "[--config FILE] [flags]", stderr)
+	configFile := fs.String("config", "", "YAML config file; flags override its values")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	var overrides []func(*sidecar.Config) error
+	for _, f := range sidecarFlags() {
+		fs.Func(f.name, f.usage, func(v string) error {
+			overrides = append(overrides, func(c *sidecar.Config) error {
+				if err := f.set(c, v); err != nil {
+					return fmt.Errorf("--%s %q: %w", f.name, v, err)
+				}
+				return nil
+			})
+			return nil
+		})
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg := sidecar.DefaultConfig()
+	if *configFile != "" {
+		var err error
+		if cfg, err = sidecar.LoadConfigFile(*configFile); err != nil {
+			return err
+		}
+	}
+	for _, o := range overrides {
+		if err := o(&cfg); err != nil {
+			return err
+		}
+	}
+	cfg.ApplyEnv(os.Getenv)
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid config:\n%w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s, err := sidecar.New(cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}
+
+
