@@ -126,5 +126,3 @@ func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	return s.Run(ctx)
 }
-
-
