@@ -388,7 +388,7 @@ func (e *Engine) apply(p *stepPlan) {
 		generated++
 		if s.firstToken.IsZero() {
 			s.firstToken = p.end
-			e.m.firstToken(s.promptLen, p.end.Sub(s.arrival))
+			e.m.firstToken(s.promptLen, max(s.cachedTokens, 0), p.end.Sub(s.arrival))
 		} else {
 			e.m.interToken(p.end.Sub(s.lastToken))
 		}

@@ -84,8 +84,9 @@ type rankMetrics interface {
 	preempted(n int)
 	// step counts a step's scheduled and generated tokens.
 	step(tokens, generated int)
-	// firstToken observes a sequence's first token.
-	firstToken(promptTokens int, ttft time.Duration)
+	// firstToken observes a sequence's first token; cachedTokens is its
+	// prefix hit.
+	firstToken(promptTokens, cachedTokens int, ttft time.Duration)
 	// interToken observes the gap before a later token.
 	interToken(itl time.Duration)
 	// finished observes a finished (or aborted) sequence.
@@ -105,13 +106,13 @@ type finishStats struct {
 
 type noopMetrics struct{}
 
-func (noopMetrics) state(int, int, float64)       {}
-func (noopMetrics) admitted(int, int)             {}
-func (noopMetrics) preempted(int)                 {}
-func (noopMetrics) step(int, int)                 {}
-func (noopMetrics) firstToken(int, time.Duration) {}
-func (noopMetrics) interToken(time.Duration)      {}
-func (noopMetrics) finished(finishStats)          {}
+func (noopMetrics) state(int, int, float64)            {}
+func (noopMetrics) admitted(int, int)                  {}
+func (noopMetrics) preempted(int)                      {}
+func (noopMetrics) step(int, int)                      {}
+func (noopMetrics) firstToken(int, int, time.Duration) {}
+func (noopMetrics) interToken(time.Duration)           {}
+func (noopMetrics) finished(finishStats)               {}
 
 // register registers c on reg, or reuses the collector already registered
 // under the same description.

@@ -135,7 +135,7 @@ func (r *sglangRank) step(_, _ int) {
 	r.stepQ, r.stepH = 0, 0
 }
 
-func (r *sglangRank) firstToken(_ int, ttft time.Duration) { r.ttft.Observe(ttft.Seconds()) }
+func (r *sglangRank) firstToken(_, _ int, ttft time.Duration) { r.ttft.Observe(ttft.Seconds()) }
 
 func (r *sglangRank) interToken(itl time.Duration) { r.itl.Observe(itl.Seconds()) }
 

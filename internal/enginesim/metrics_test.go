@@ -35,6 +35,8 @@ var coreVLLMFamilies = map[string]coreFamily{
 	"vllm:prefix_cache_hits_total":               {Type: "COUNTER", Labels: coreBaseLabels},
 	"vllm:num_preemptions_total":                 {Type: "COUNTER", Labels: coreBaseLabels},
 	"vllm:prompt_tokens_total":                   {Type: "COUNTER", Labels: coreBaseLabels},
+	"vllm:prompt_tokens_by_source_total":         {Type: "COUNTER", Labels: []string{"engine", "model_name", "source"}},
+	"vllm:prompt_tokens_cached_total":            {Type: "COUNTER", Labels: coreBaseLabels},
 	"vllm:generation_tokens_total":               {Type: "COUNTER", Labels: coreBaseLabels},
 	"vllm:request_success_total":                 {Type: "COUNTER", Labels: []string{"engine", "finished_reason", "model_name"}},
 	"vllm:time_to_first_token_seconds":           {Type: "HISTOGRAM", Labels: coreBaseLabels, Buckets: coreTTFTBuckets},
@@ -217,5 +219,46 @@ func TestBuckets125(t *testing.T) {
 	}
 	if got := buckets125(131072); got[len(got)-1] != 100000 {
 		t.Errorf("buckets125(131072) ends at %v", got[len(got)-1])
+	}
+}
+
+func TestSGLangMetricValues(t *testing.T) {
+	_, mfs := coreGatherFamilies(t, FlavorSGLang)
+	values := map[string]float64{}
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, lp := range mt.GetLabel() {
+				if lp.GetName() == "dp_rank" || lp.GetName() == "cache_source" {
+					key += "," + lp.GetName() + "=" + lp.GetValue()
+				}
+			}
+			switch {
+			case mt.Counter != nil:
+				values[key] = mt.Counter.GetValue()
+			case mt.Gauge != nil:
+				values[key] = mt.Gauge.GetValue()
+			case mt.Histogram != nil:
+				values[key] = float64(mt.Histogram.GetSampleCount())
+			}
+		}
+	}
+	// Two ranks, each: two requests of 40 and 41 prompt tokens × 5 tokens, one aborted before it ran.
+	want := map[string]float64{
+		"sglang:num_requests_total":                      6,
+		"sglang:num_aborted_requests_total":              2,
+		"sglang:prompt_tokens_total":                     2 * (40 + 41 + 42),
+		"sglang:generation_tokens_total":                 20,
+		"sglang:cached_tokens_total,cache_source=device": 64,
+		"sglang:time_to_first_token_seconds":             4,
+		"sglang:max_total_num_tokens,dp_rank=1":          27499 * 16,
+		"sglang:page_size,dp_rank=0":                     16,
+		"sglang:num_running_reqs,dp_rank=1":              0,
+		"sglang:cache_hit_rate,dp_rank=0":                32.0 / 81,
+	}
+	for k, w := range want {
+		if g, ok := values[k]; !ok || g != w {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, w)
+		}
 	}
 }

@@ -33,6 +33,8 @@ type vllmMetrics struct {
 	prefixQueries, prefixHits *prometheus.CounterVec
 	preemptions               *prometheus.CounterVec
 	promptTokens, genTokens   *prometheus.CounterVec
+	promptBySource            *prometheus.CounterVec
+	promptCached              *prometheus.CounterVec
 	success                   *prometheus.CounterVec
 
 	ttft, itl, tpot                       *prometheus.HistogramVec
@@ -70,7 +72,11 @@ func newVLLMMetrics(reg prometheus.Registerer) (*vllmMetrics, error) {
 		preemptions:   counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine."),
 		promptTokens:  counter("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
 		genTokens:     counter("vllm:generation_tokens_total", "Number of generation tokens processed."),
-		success:       counter("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason"),
+		promptBySource: counter("vllm:prompt_tokens_by_source_total",
+			"Number of prompt tokens by source.", "source"),
+		promptCached: counter("vllm:prompt_tokens_cached_total",
+			"Number of cached prompt tokens (local prefix cache plus external KV transfer)."),
+		success: counter("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason"),
 
 		ttft: hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", vllmTTFTBuckets),
 		itl:  hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", vllmITLBuckets),
@@ -118,6 +124,8 @@ type vllmRank struct {
 	prefixQueries, prefixHits   prometheus.Counter
 	preemptions                 prometheus.Counter
 	promptTokens, genTokens     prometheus.Counter
+	promptCompute, promptHit    prometheus.Counter
+	promptCached                prometheus.Counter
 	success                     map[string]prometheus.Counter
 	ttft, itl, tpot             prometheus.Observer
 	e2e, queue, inference       prometheus.Observer
@@ -140,6 +148,9 @@ func (m *vllmMetrics) bind(model string, cfg EngineConfig) *vllmRank {
 		preemptions:     m.preemptions.With(l),
 		promptTokens:    m.promptTokens.With(l),
 		genTokens:       m.genTokens.With(l),
+		promptCompute:   m.promptBySource.WithLabelValues(model, engine, "local_compute"),
+		promptHit:       m.promptBySource.WithLabelValues(model, engine, "local_cache_hit"),
+		promptCached:    m.promptCached.With(l),
 		success:         make(map[string]prometheus.Counter, len(vllmFinishReasons)),
 		ttft:            m.ttft.With(l),
 		itl:             m.itl.With(l),
@@ -156,6 +167,7 @@ func (m *vllmMetrics) bind(model string, cfg EngineConfig) *vllmRank {
 	for _, reason := range vllmFinishReasons {
 		r.success[reason] = m.success.WithLabelValues(model, engine, reason)
 	}
+	m.promptBySource.WithLabelValues(model, engine, "external_kv_transfer").Add(0)
 	m.cacheConfig.With(prometheus.Labels{
 		"block_size":               itoa(cfg.BlockSize),
 		"cache_dtype":              "auto",
@@ -189,8 +201,11 @@ func (r *vllmRank) step(tokens, generated int) {
 	r.genTokens.Add(float64(generated))
 }
 
-func (r *vllmRank) firstToken(promptTokens int, ttft time.Duration) {
+func (r *vllmRank) firstToken(promptTokens, cachedTokens int, ttft time.Duration) {
 	r.promptTokens.Add(float64(promptTokens))
+	r.promptCompute.Add(float64(promptTokens - cachedTokens))
+	r.promptHit.Add(float64(cachedTokens))
+	r.promptCached.Add(float64(cachedTokens))
 	r.ttft.Observe(ttft.Seconds())
 }
 
