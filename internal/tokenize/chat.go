@@ -189,7 +189,14 @@ func boolField(root jinja.Value, key string, def bool) (bool, error) {
 
 // render renders a prepared request, applying continue_final_message the
 // way transformers does: the text is cut right after the final message.
-func (r *chatRequest) render() (string, error) {
+func (r *chatRequest) render() (text string, err error) {
+	// The template engine is third-party code running on client input: a
+	// panic in it must fail this request, not the router.
+	defer func() {
+		if p := recover(); p != nil {
+			text, err = "", &RequestError{Err: fmt.Errorf("render chat template: panic: %v", p)}
+		}
+	}()
 	out, err := r.tmpl.tmpl.RenderValues(r.vars)
 	if err != nil {
 		return "", &RequestError{Err: fmt.Errorf("render chat template: %w", err)}

@@ -158,3 +158,6 @@ func dictDelete(v jinja.Value, key string) {
 		}
 	}
 }
+
+// jsonValid reports whether data is one valid JSON document.
+func jsonValid(data []byte) bool { return json.Valid(data) }
