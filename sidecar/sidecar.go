@@ -56,6 +56,15 @@ type Sidecar struct {
 	// server.
 	lastLoad, lastGood atomic.Pointer[scrapeOutcome]
 	draining           atomic.Bool
+	// dataAddr and adminAddr are the advertised addresses of the bound
+	// listeners, set by serve before the loops start.
+	dataAddr, adminAddr string
+}
+
+// metaUpdater is the optional ability of a gossip node to publish what the
+// sidecar learned about its engine.
+type metaUpdater interface {
+	updateMeta(model, kind string, blockSize int, dataAddr, adminAddr string)
 }
 
 type scrapeOutcome struct {
@@ -205,6 +214,8 @@ func (s *Sidecar) Run(ctx context.Context) error {
 
 func (s *Sidecar) serve(ctx context.Context, dataLn, adminLn net.Listener) error {
 	defer s.transport.CloseIdleConnections()
+	s.dataAddr = hostPortFor(s.cfg.Gossip.Advertise, dataLn.Addr().String())
+	s.adminAddr = hostPortFor(s.cfg.Gossip.Advertise, adminLn.Addr().String())
 	s.log.Info("sidecar starting", "data", dataLn.Addr().String(), "admin", adminLn.Addr().String(),
 		"engine", s.cfg.EngineURL, "kv_events", s.cfg.KVEvents.Endpoint)
 	dataSrv := &http.Server{
@@ -317,6 +328,13 @@ func (s *Sidecar) control(ctx context.Context) error {
 		s.ctl.tick()
 		if s.gossip != nil {
 			s.gossip.SetLoad(s.Load())
+			if mu, ok := s.gossip.(metaUpdater); ok {
+				var kind string
+				if g := s.lastGood.Load(); g != nil {
+					kind = string(g.load.Kind)
+				}
+				mu.updateMeta(s.currentModel(), kind, int(s.blockSize.Load()), s.dataAddr, s.adminAddr)
+			}
 		}
 		if summaryGauges++; summaryGauges%10 == 0 {
 			s.feed.info() // refreshes the summary gauges about once a second

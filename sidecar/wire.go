@@ -31,8 +31,7 @@ type gossipAdapter struct {
 	n   *gossip.Node
 	log *slog.Logger
 
-	mu   sync.Mutex // protects meta
-	meta gossip.Meta
+	mu sync.Mutex // serializes metadata updates
 }
 
 // newGossip builds the sidecar's gossip node, disseminating feed's summaries.
@@ -85,7 +84,7 @@ func newGossip(cfg Config, feed *summaryFeed, log *slog.Logger, reg prometheus.R
 		return nil, err
 	}
 	n.SetSummarySource(feed)
-	return &gossipAdapter{n: n, log: log, meta: n.Meta()}, nil
+	return &gossipAdapter{n: n, log: log}, nil
 }
 
 func (g *gossipAdapter) Run(ctx context.Context) error { return g.n.Run(ctx) }
@@ -115,11 +114,15 @@ func (g *gossipAdapter) SetLoad(r LoadReport) {
 }
 
 // updateMeta publishes what the sidecar learned about its engine (model,
-// kind, block size, bound addresses) when it changed.
+// kind, block size, bound addresses) when it changed. It starts from the
+// node's current metadata, which the node itself updates with the summary
+// epoch.
 func (g *gossipAdapter) updateMeta(model, kind string, blockSize int, dataAddr, adminAddr string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	m := g.meta
+	cur := g.n.Meta()
+	m := cur
+	m.Models = slices.Clone(cur.Models)
 	if model != "" && (len(m.Models) != 1 || m.Models[0] != model) {
 		m.Models = []string{model}
 	}
@@ -135,14 +138,12 @@ func (g *gossipAdapter) updateMeta(model, kind string, blockSize int, dataAddr, 
 	if adminAddr != "" {
 		m.AdminAddr = adminAddr
 	}
-	if metaEqual(m, g.meta) {
+	if metaEqual(m, cur) {
 		return
 	}
 	if err := g.n.SetMeta(m); err != nil {
 		g.log.Warn("gossip metadata update failed", "err", err)
-		return
 	}
-	g.meta = m
 }
 
 func metaEqual(a, b gossip.Meta) bool {

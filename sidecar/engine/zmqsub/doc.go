@@ -1,0 +1,25 @@
+// Package zmqsub subscribes to an engine's KV-cache events over ZMQ: one SUB
+// socket per data-parallel rank (tcp://host:base+rank), three-frame messages
+// [topic, seq (8 bytes, big-endian), payload], decoded by an engine adapter.
+//
+// Per rank it tracks the last sequence number and turns the stream into an
+// ordered feed of Updates:
+//
+//   - a gap (seq jumps ahead) is filled through the engine's replay ROUTER
+//     socket when one is configured: a DEALER sends [b"", start_seq] to
+//     replay_base+rank and reads batches until the end marker (an empty
+//     payload), accepting both framings of engines.md §1.4 ([topic, seq,
+//     payload] since vLLM v0.25, [seq, payload] before and in SGLang) and
+//     dropping duplicates;
+//   - a gap that replay cannot fill (no replay socket, the ring no longer
+//     reaches back, a timeout, an undecodable payload) yields
+//     UpdateIncomplete: the consumer clears the rank and marks its summary
+//     incomplete;
+//   - a sequence number that goes backwards (or a reconnect that starts at 0)
+//     means the publisher restarted: UpdateRestart, the consumer clears the
+//     rank (the new engine process starts empty).
+//
+// The first message after start is checked against sequence 0, so a sidecar
+// that starts next to a running engine replays its history or reports the rank
+// incomplete. Sockets reconnect with jittered exponential backoff.
+package zmqsub
