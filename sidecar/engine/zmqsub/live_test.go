@@ -139,30 +139,34 @@ func (p *peer) waitSubscribed() {
 // stored is a payload storing one block: tokens [seq*4, seq*4+4) under
 // engine hash 1000+seq, chained to the previous seq's block.
 func stored(seq uint64) []byte {
-	parent := "c0"
-	if seq > 0 {
-		parent = fmt.Sprintf("cf %x", be(1000+seq-1))
+	b := wiretest.Hex(`93 ` + wiretest.TS + ` 91 97 "BlockStored" 91 cf`)
+	b = append(b, be(1000+seq)...)
+	if seq == 0 {
+		b = append(b, 0xc0)
+	} else {
+		b = append(append(b, 0xcf), be(1000+seq-1)...)
 	}
-	var toks string
+	b = append(b, 0x94)
 	for i := range uint64(4) {
-		toks += fmt.Sprintf(" cd %x", binaryU16(uint16(seq*4+i)))
+		b = append(append(b, 0xcd), binary.BigEndian.AppendUint16(nil, uint16(seq*4+i))...)
 	}
-	return wiretest.Hex(fmt.Sprintf(`93 %s 91 97 "BlockStored" 91 cf %x %s 94 %s 04 c0 "GPU" 00`,
-		wiretest.TS, be(1000+seq), spaced(parent), toks))
+	return append(b, wiretest.Hex(`04 c0 "GPU" 00`)...)
 }
 
-func binaryU16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
-
-func spaced(s string) string {
-	if len(s) > 3 && s[:3] == "cf " {
-		var out string
-		for i := 3; i+1 < len(s); i += 2 {
-			out += " " + s[i:i+2]
-		}
-		return "cf" + out
+// The payload helper builds what the decoder expects.
+func TestStoredPayload(t *testing.T) {
+	b, err := vllm.DecodeBatch(stored(2))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return s
+	want := engine.BlockStored{EngineHashes: []uint64{1002}, Parent: ptr(1001), Tokens: []uint32{8, 9, 10, 11},
+		BlockSize: 4, Medium: engine.MediumGPU}
+	if diff := cmp.Diff([]engine.Event{want}, b.Events); diff != "" {
+		t.Errorf("payload (-want +got):\n%s", diff)
+	}
 }
+
+func ptr(v uint64) *uint64 { return &v }
 
 type got struct {
 	Kind     string
