@@ -1,10 +1,12 @@
 package enginesim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -339,5 +341,54 @@ func TestSlowReaderNeverBlocks(t *testing.T) {
 		if tok != coreGen(0)(i) {
 			t.Fatalf("slow token %d = %d, want %d", i, tok, coreGen(0)(i))
 		}
+	}
+}
+
+// TestConcurrentSubmitAbort submits and aborts from many goroutines while
+// the loop runs (run it with -race): every stream ends and the engine ends
+// idle with every block free.
+func TestConcurrentSubmitAbort(t *testing.T) {
+	cfg := coreTestConfig()
+	cfg.NumGPUBlocks = 200
+	cfg.MaxNumSeqs = 8
+	e := coreMustEngine(t, cfg, nil, &coreRecSink{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			for i := range 20 {
+				st, err := e.Submit(&Request{ID: fmt.Sprint(g, "-", i), Prompt: coreTokens(rng.IntN(50)*16, 1+rng.IntN(100)),
+					MaxTokens: 1 + rng.IntN(50), Generate: coreGen(uint32(g))})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				abortAfter := rng.IntN(4)
+				n := 0
+				for o := range st.Out {
+					n++
+					if n == abortAfter && !o.Finished {
+						st.Abort("abort")
+					}
+				}
+				if rng.IntN(10) == 0 {
+					e.ResetPrefixCache()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if ld := e.Load(); ld.FreeBlocks != ld.TotalBlocks || ld.Running+ld.Waiting+ld.Pending != 0 {
+		t.Fatalf("engine not idle: %+v", ld)
+	}
+	if _, err := e.Submit(&Request{Prompt: coreTokens(1, 3), MaxTokens: 1, Generate: coreGen(1)}); !errors.Is(err, ErrEngineStopped) {
+		t.Fatalf("Submit after Run returned: %v, want ErrEngineStopped", err)
 	}
 }
