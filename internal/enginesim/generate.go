@@ -136,28 +136,21 @@ func (s *textStream) push(toks []uint32) string {
 	return out
 }
 
-// checkStops looks for a stop string ending in the text added after offset before.
+// checkStops looks for a stop string ending in the text added after offset
+// before (a match wholly inside older text was already checked, or fell
+// before min_tokens), and ends the output at the earliest one.
 func (s *textStream) checkStops(before int) {
-	from := before
-	for _, st := range s.stops {
-		if f := before - len(st) + 1; f < from {
-			from = f
-		}
-	}
-	if from < 0 {
-		from = 0
-	}
-	window := string(s.text[from:])
 	best, bestStop := -1, ""
 	for _, st := range s.stops {
-		if i := strings.Index(window, st); i >= 0 && (best < 0 || i < best) {
-			best, bestStop = i, st
+		from := max(0, before-len(st)+1)
+		if i := strings.Index(string(s.text[from:]), st); i >= 0 && (best < 0 || from+i < best) {
+			best, bestStop = from+i, st
 		}
 	}
 	if best < 0 {
 		return
 	}
-	cut := from + best
+	cut := best
 	if s.includeStop {
 		cut += len(bestStop)
 	}
