@@ -89,3 +89,27 @@ func TestExactPipeline(t *testing.T) {
 		t.Errorf("gaps = %v, want 1", v)
 	}
 }
+
+func TestSplitTCPEndpoint(t *testing.T) {
+	tests := []struct {
+		in       string
+		host     string
+		port     int
+		wantFail bool
+	}{
+		{"tcp://127.0.0.1:5557", "127.0.0.1", 5557, false},
+		{"tcp://*:5557", "127.0.0.1", 5557, false},
+		{"tcp://0.0.0.0:6557", "127.0.0.1", 6557, false},
+		{"tcp://[::]:6557", "127.0.0.1", 6557, false},
+		{"tcp://engine.ns.svc:5557", "engine.ns.svc", 5557, false},
+		{"ipc:///tmp/x", "", 0, true},
+		{"tcp://h:0", "", 0, true},
+		{"tcp://h", "", 0, true},
+	}
+	for _, tt := range tests {
+		host, port, err := splitTCPEndpoint(tt.in)
+		if (err != nil) != tt.wantFail || host != tt.host || port != tt.port {
+			t.Errorf("splitTCPEndpoint(%q) = %q, %d, %v; want %q, %d, fail %v", tt.in, host, port, err, tt.host, tt.port, tt.wantFail)
+		}
+	}
+}

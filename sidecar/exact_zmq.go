@@ -2,10 +2,84 @@ package sidecar
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/inferrail/inferrail/sidecar/engine/sglang"
+	"github.com/inferrail/inferrail/sidecar/engine/vllm"
+	"github.com/inferrail/inferrail/sidecar/engine/zmqsub"
+	"golang.org/x/sync/errgroup"
 )
 
-// subscribeZMQ runs one ZMQ subscriber per data-parallel rank.
+// splitTCPEndpoint parses tcp://host:port. A wildcard host (the engine's
+// bind address, "*", "0.0.0.0" or "::") means the engine beside the sidecar:
+// 127.0.0.1.
+func splitTCPEndpoint(ep string) (host string, port int, err error) {
+	rest, ok := strings.CutPrefix(ep, "tcp://")
+	if !ok {
+		return "", 0, fmt.Errorf("endpoint %q: want tcp://host:port", ep)
+	}
+	h, p, err := net.SplitHostPort(rest)
+	if err != nil {
+		return "", 0, fmt.Errorf("endpoint %q: %w", ep, err)
+	}
+	if port, err = strconv.Atoi(p); err != nil || port <= 0 || port > 65535 {
+		return "", 0, fmt.Errorf("endpoint %q: bad port", ep)
+	}
+	switch h {
+	case "*", "", "0.0.0.0", "::":
+		h = "127.0.0.1"
+	}
+	return h, port, nil
+}
+
+// subscribeZMQ runs one ZMQ subscriber per data-parallel rank (with replay
+// when configured) and applies its feed to the pipeline in order.
 func subscribeZMQ(ctx context.Context, p *exactPipeline) error {
-	return errors.New("kv events: zmq subscriber not wired yet")
+	kv := p.cfg.KVEvents
+	host, port, err := splitTCPEndpoint(kv.Endpoint)
+	if err != nil {
+		return err
+	}
+	zc := zmqsub.Config{Host: host, BasePort: port, Ranks: kv.DataParallelSize, Topic: kv.Topic}
+	if kv.ReplayEndpoint != "" {
+		if _, zc.ReplayBasePort, err = splitTCPEndpoint(kv.ReplayEndpoint); err != nil {
+			return err
+		}
+	}
+	decode := vllm.DecodeBatch
+	if p.cfg.Engine == EngineSGLang {
+		decode = sglang.DecodeBatch
+	}
+	sub, err := zmqsub.New(zc, decode, p.log, p.reg)
+	if err != nil {
+		return fmt.Errorf("kv events subscriber: %w", err)
+	}
+	p.log.Info("subscribing to KV events", "endpoint", kv.Endpoint, "replay", kv.ReplayEndpoint, "ranks", kv.DataParallelSize)
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return sub.Run(ctx) })
+	g.Go(func() error {
+		replaying := map[int]bool{}
+		for u := range sub.Updates() {
+			switch u.Kind {
+			case zmqsub.UpdateBatch:
+				if u.Replayed && !replaying[u.Rank] {
+					p.gap(true) // the first replayed batch of a recovered gap
+				}
+				replaying[u.Rank] = u.Replayed
+				p.applyBatch(u.Batch)
+			case zmqsub.UpdateRestart:
+				p.log.Warn("engine KV-event publisher restarted: clearing its blocks", "rank", u.Rank)
+				p.clearRank(u.Rank, false)
+			case zmqsub.UpdateIncomplete:
+				p.log.Warn("KV events lost for good: clearing the rank, summary incomplete until the engine clears or restarts it", "rank", u.Rank)
+				p.gap(false)
+				p.clearRank(u.Rank, true)
+			}
+		}
+		return nil
+	})
+	return g.Wait()
 }

@@ -56,7 +56,7 @@ func newMetrics(reg prometheus.Registerer, dataPath func() DataPathCounts) *metr
 		proxyRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "proxy_requests_total",
 			Help: "Data-path requests by outcome: the engine's status class, upstream_error, client_gone or client_error."}, []string{"outcome"}),
 		promptsUntokenized: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "prompts_untokenized_total",
-			Help: "Data-path prompts the sidecar could not tokenize, by reason (no_tokenizer, unparsed, too_large)."}, []string{"reason"}),
+			Help: "Data-path prompts the sidecar could not tokenize or hash, by reason (no_tokenizer, model_unknown, unparsed, too_large)."}, []string{"reason"}),
 		eventBatches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "event_batches_total",
 			Help: "KV-event batches applied to the block set."}),
 		eventGaps: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "event_gaps_total",

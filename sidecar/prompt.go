@@ -41,6 +41,8 @@ type promptInfo struct {
 	// hashes holds the router hashes of the full blocks of each prompt,
 	// nil when the prompt could not be tokenized.
 	hashes [][]kvblock.Hash
+	// noHashes says why hashes is nil: "no_tokenizer" or "model_unknown".
+	noHashes string
 }
 
 // promptBody is the part of a chat or completions request the sidecar reads.
@@ -79,19 +81,30 @@ func (p *promptInspector) inspect(body []byte, chat bool) (info promptInfo, ok b
 	if err := json.Unmarshal(body, &req); err != nil {
 		return promptInfo{}, false
 	}
-	seed := kvblock.NewSeed(p.model(), "", req.CacheSalt)
+	model := p.model()
+	seed := kvblock.NewSeed(model, "", req.CacheSalt)
 	bs := p.blockSize()
+	tok := p.tok
+	if model == "" {
+		// The hash seed is unknown until the engine names its model: count
+		// tokens, but record no blocks.
+		defer func() {
+			if info.hashes != nil {
+				info.hashes, info.noHashes = nil, "model_unknown"
+			}
+		}()
+	}
 	if chat {
 		msgs, textLen, ok := chatMessages(req.Messages)
 		if !ok {
 			return promptInfo{}, false
 		}
-		if p.tok == nil {
-			return promptInfo{tokens: estimateTokens(textLen)}, true
+		if tok == nil {
+			return promptInfo{tokens: estimateTokens(textLen), noHashes: "no_tokenizer"}, true
 		}
 		addGen := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
 		addSpecial := req.AddSpecialTokens != nil && *req.AddSpecialTokens
-		ids := p.tok.EncodeChat(msgs, addGen, req.ContinueFinalMessage, addSpecial)
+		ids := tok.EncodeChat(msgs, addGen, req.ContinueFinalMessage, addSpecial)
 		return promptInfo{tokens: len(ids), exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, seed, ids, bs)}}, true
 	}
 	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
@@ -105,12 +118,12 @@ func (p *promptInspector) inspect(body []byte, chat bool) (info promptInfo, ok b
 		info.hashes = append(info.hashes, kvblock.Hashes(nil, seed, ids, bs))
 	}
 	for _, text := range texts {
-		if p.tok == nil {
+		if tok == nil {
 			info.tokens += estimateTokens(len(text))
-			info.exact = false
+			info.exact, info.hashes, info.noHashes = false, nil, "no_tokenizer"
 			continue
 		}
-		ids := p.tok.EncodeText(text, addSpecial)
+		ids := tok.EncodeText(text, addSpecial)
 		info.tokens += len(ids)
 		info.hashes = append(info.hashes, kvblock.Hashes(nil, seed, ids, bs))
 	}

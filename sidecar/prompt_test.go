@@ -27,7 +27,7 @@ func TestPromptInspect(t *testing.T) {
 		{"chat text parts", true, simTokenizer{}, `{"messages":[{"role":"system","content":[{"type":"text","text":"be "},{"type":"image_url"},{"type":"text","text":"brief"}]},{"role":"user","content":"hello there"}]}`,
 			promptInfo{tokens: len(chatIDs), exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, seed, chatIDs, bs)}}, true},
 		{"chat no tokenizer estimates", true, nil, `{"messages":[{"role":"user","content":"abcdefgh"}]}`,
-			promptInfo{tokens: 3}, true},
+			promptInfo{tokens: 3, noHashes: "no_tokenizer"}, true},
 		{"completion text", false, simTokenizer{}, `{"prompt":"the quick brown fox jumps"}`,
 			promptInfo{tokens: len(textIDs), exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, seed, textIDs, bs)}}, true},
 		{"completion salted", false, simTokenizer{}, `{"prompt":"the quick brown fox jumps","cache_salt":"s1"}`,
@@ -37,15 +37,29 @@ func TestPromptInspect(t *testing.T) {
 		{"completion batch of ids", false, nil, `{"prompt":[[1,2,3,4],[5]]}`,
 			promptInfo{tokens: 5, exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, seed, []uint32{1, 2, 3, 4}, bs), nil}}, true},
 		{"completion text without tokenizer", false, nil, `{"prompt":["abcd","efghi"]}`,
-			promptInfo{tokens: 3}, true},
+			promptInfo{tokens: 3, noHashes: "no_tokenizer"}, true},
+		{"ids and text without tokenizer", false, nil, `{"prompt":[1,2,3,4]}`,
+			promptInfo{tokens: 4, exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, seed, []uint32{1, 2, 3, 4}, bs)}}, true},
 		{"not json", false, simTokenizer{}, `{"prompt":`, promptInfo{}, false},
 		{"no prompt", false, simTokenizer{}, `{"model":"m"}`, promptInfo{}, false},
 		{"no messages", true, simTokenizer{}, `{"model":"m"}`, promptInfo{}, false},
 		{"bad content", true, simTokenizer{}, `{"messages":[{"role":"user","content":7}]}`, promptInfo{}, false},
 	}
+	tests = append(tests, struct {
+		name  string
+		chat  bool
+		tok   Tokenizer
+		body  string
+		want  promptInfo
+		wantK bool
+	}{"model unknown", false, simTokenizer{}, `{"prompt":"the quick brown fox jumps"}`, promptInfo{tokens: len(textIDs), exact: true, noHashes: "model_unknown"}, true})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &promptInspector{tok: tt.tok, model: func() string { return "m" }, blockSize: func() int { return bs }}
+			model := "m"
+			if tt.name == "model unknown" {
+				model = ""
+			}
+			p := &promptInspector{tok: tt.tok, model: func() string { return model }, blockSize: func() int { return bs }}
 			got, ok := p.inspect([]byte(tt.body), tt.chat)
 			if ok != tt.wantK {
 				t.Fatalf("ok = %v, want %v", ok, tt.wantK)

@@ -136,8 +136,8 @@ func (p *proxy) readPrompt(r *http.Request, st *reqState, chat bool) (int, error
 	switch {
 	case !ok:
 		p.m.promptsUntokenized.WithLabelValues("unparsed").Inc()
-	case info.hashes == nil:
-		p.m.promptsUntokenized.WithLabelValues("no_tokenizer").Inc()
+	case info.noHashes != "":
+		p.m.promptsUntokenized.WithLabelValues(info.noHashes).Inc()
 	}
 	st.hashes = info.hashes
 	return info.tokens, nil

@@ -93,16 +93,62 @@ func (r *Reader) Batch() (engine.Batch, error) {
 	return b, nil
 }
 
-// key reads a map key; a non-string key yields "" after skipping it.
+// key reads a map key and returns its interned name when it is one the
+// decoder knows, else "" (unknown and non-string keys are skipped by the
+// caller's default case).
 func (r *Reader) key() (string, error) {
-	t, err := r.Peek()
-	if err != nil {
-		return "", err
-	}
-	if t != Str && t != Bin {
+	b, ok := r.rawStr()
+	if !ok {
+		t, err := r.Peek()
+		if err != nil {
+			return "", err
+		}
+		if t == Str || t == Bin {
+			return "", ErrTruncated
+		}
 		return "", r.Skip()
 	}
-	return r.String()
+	return knownKey(b), nil
+}
+
+// knownKey interns the map keys the decoder reads (switching on string(b)
+// does not allocate).
+func knownKey(b []byte) string {
+	switch string(b) {
+	case "type":
+		return "type"
+	case "ts":
+		return "ts"
+	case "events":
+		return "events"
+	case "data_parallel_rank":
+		return "data_parallel_rank"
+	case "block_hashes":
+		return "block_hashes"
+	case "parent_block_hash":
+		return "parent_block_hash"
+	case "token_ids":
+		return "token_ids"
+	case "block_size":
+		return "block_size"
+	case "lora_id":
+		return "lora_id"
+	case "medium":
+		return "medium"
+	case "lora_name":
+		return "lora_name"
+	case "cache_salt":
+		return "cache_salt"
+	case "metadata":
+		return "metadata"
+	case "extra_keys":
+		return "extra_keys"
+	case "group_idx":
+		return "group_idx"
+	case "kv_cache_spec_kind":
+		return "kv_cache_spec_kind"
+	}
+	return ""
 }
 
 func (r *Reader) ts(b *engine.Batch) error {

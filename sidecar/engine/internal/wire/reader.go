@@ -221,6 +221,9 @@ func (r *Reader) Float() (float64, error) {
 // Int reads an integer of any width and sign; nil gives 0. A uint64 above
 // MaxInt64 wraps, like a two's-complement reinterpretation.
 func (r *Reader) Int() (int64, error) {
+	if v, ok := r.rawInt(true); ok {
+		return int64(v), nil
+	}
 	t, err := r.Peek()
 	if err != nil {
 		return 0, err
@@ -235,10 +238,69 @@ func (r *Reader) Int() (int64, error) {
 	return int64(v), nil
 }
 
+// rawInt is the fast path of Int and Hash: it decodes a complete integer
+// (or nil, when allowNil) at the current position straight from the payload
+// and skips it; ok is false for anything else, which is left unread.
+func (r *Reader) rawInt(allowNil bool) (v uint64, ok bool) {
+	p := r.pos()
+	b := r.buf
+	if p >= len(b) {
+		return 0, false
+	}
+	c := b[p]
+	var n int
+	switch {
+	case c <= 0x7f || c >= 0xe0: // positive / negative fixint
+		v, n = uint64(int64(int8(c))), 1
+	case c == msgpcode.Nil && allowNil:
+		v, n = 0, 1
+	case c == msgpcode.Uint8 && p+2 <= len(b):
+		v, n = uint64(b[p+1]), 2
+	case c == msgpcode.Uint16 && p+3 <= len(b):
+		v, n = uint64(binary.BigEndian.Uint16(b[p+1:])), 3
+	case c == msgpcode.Uint32 && p+5 <= len(b):
+		v, n = uint64(binary.BigEndian.Uint32(b[p+1:])), 5
+	case (c == msgpcode.Uint64 || c == msgpcode.Int64) && p+9 <= len(b):
+		v, n = binary.BigEndian.Uint64(b[p+1:]), 9
+	case c == msgpcode.Int8 && p+2 <= len(b):
+		v, n = uint64(int64(int8(b[p+1]))), 2
+	case c == msgpcode.Int16 && p+3 <= len(b):
+		v, n = uint64(int64(int16(binary.BigEndian.Uint16(b[p+1:])))), 3
+	case c == msgpcode.Int32 && p+5 <= len(b):
+		v, n = uint64(int64(int32(binary.BigEndian.Uint32(b[p+1:])))), 5
+	default:
+		return 0, false
+	}
+	if _, err := r.br.Seek(int64(p+n), io.SeekStart); err != nil {
+		return 0, false
+	}
+	return v, true
+}
+
+// rawStr returns the bytes of a str (or bin) at the current position without
+// copying and skips it; ok is false for anything else, which is left unread.
+func (r *Reader) rawStr() (s []byte, ok bool) {
+	p := r.pos()
+	if p >= len(r.buf) {
+		return nil, false
+	}
+	n, hdr, isBytes := bytesHeader(r.buf[p:])
+	if !isBytes || hdr+n > len(r.buf)-p {
+		return nil, false
+	}
+	if _, err := r.br.Seek(int64(p+hdr+n), io.SeekStart); err != nil {
+		return nil, false
+	}
+	return r.buf[p+hdr : p+hdr+n], true
+}
+
 // Hash reads a block hash and normalises it to uint64: an unsigned integer of
 // any width as is, a negative integer as its two's complement, bytes as their
 // last 8 bytes big-endian (left-padded with zeros when shorter).
 func (r *Reader) Hash() (uint64, error) {
+	if v, ok := r.rawInt(false); ok {
+		return v, nil
+	}
 	t, err := r.Peek()
 	if err != nil {
 		return 0, err
