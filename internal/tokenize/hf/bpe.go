@@ -75,6 +75,11 @@ func parseModel(raw json.RawMessage) (*bpe, error) {
 		maxID = max(maxID, id)
 	}
 	if len(m.vocab) > 0 {
+		// Ids index a slice; refuse ids far beyond the vocabulary's size
+		// rather than allocate for them.
+		if int64(maxID) >= 2*int64(len(m.vocab))+1<<16 {
+			return nil, fmt.Errorf("model BPE: id %d is far beyond the %d vocabulary entries", maxID, len(m.vocab))
+		}
 		m.idToTok = make([]string, maxID+1)
 	}
 	for tok, id := range m.vocab {

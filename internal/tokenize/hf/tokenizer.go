@@ -188,6 +188,9 @@ func (t *Tokenizer) setAddedTokens(list []addedTokenJSON) error {
 		if vid, ok := t.model.vocab[a.Content]; ok {
 			id = vid // the Rust library prefers the model's id
 		}
+		if int64(id) >= int64(len(t.model.idToTok))+int64(len(list))+1<<16 {
+			return fmt.Errorf("added_tokens[%d] %q: id %d is far beyond the vocabulary", i, a.Content, id)
+		}
 		tok := addedToken{id: id, content: a.Content, special: a.Special, normalized: normalized}
 		t.added[a.Content] = id
 		t.addedByID[id] = tok
