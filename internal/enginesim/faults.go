@@ -283,10 +283,21 @@ func (fs *faultSet) handleAdd(w http.ResponseWriter, r *http.Request) {
 		openai.BadRequest("", "%v", err).Write(w)
 		return
 	}
+	var refuse []FaultSpec
 	for _, f := range faults {
+		if f.Kind == FaultRefuse {
+			refuse = append(refuse, f) // after answering: it closes this connection too
+			continue
+		}
 		fs.add(f)
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"added": len(faults)})
+	if len(refuse) > 0 {
+		_ = http.NewResponseController(w).Flush()
+		for _, f := range refuse {
+			fs.add(f)
+		}
+	}
 }
 
 // handleClear serves DELETE /inferrail/debug/faults.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -65,6 +66,8 @@ type frontEnd struct {
 	handler  http.Handler
 
 	httpSrv *http.Server
+	// afterRequest, when set (tests), is called as each request's handler returns.
+	afterRequest func(r *http.Request)
 
 	mu        sync.Mutex // protects the fields below
 	ln        net.Listener
@@ -117,6 +120,9 @@ func newFrontEnd(cfg Config, log *slog.Logger, tok promptTokenizer, ranks []*ran
 func (s *frontEnd) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 func (s *frontEnd) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.afterRequest != nil {
+		defer s.afterRequest(r)
+	}
 	if s.cfg.EnableRequestIDHeaders {
 		id := r.Header.Get("X-Request-Id")
 		if id == "" {
@@ -199,6 +205,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // Error types vLLM puts in ErrorInfo.Type.
@@ -98,6 +99,7 @@ func writeJSONStatus(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
