@@ -77,7 +77,7 @@ func New(cfg Config, rank int, format Format, log *slog.Logger, reg prometheus.R
 		cfg:     cfg,
 		rank:    rank,
 		format:  format,
-		log:     log.With("component", "kvevents", "dp_rank", rank),
+		log:     log.With("component", "kvevents"),
 		enabled: cfg.Enabled(),
 		topic:   []byte(cfg.Topic),
 		ready:   make(chan struct{}),
@@ -104,20 +104,20 @@ func New(cfg Config, rank int, format Format, log *slog.Logger, reg prometheus.R
 // Enabled reports whether p publishes (false: every call is discarded).
 func (p *Publisher) Enabled() bool { return p.enabled }
 
-// Endpoint returns the PUB endpoint of p's rank, as configured (after the DP
-// offset), and ReplayEndpoint the ROUTER's ("" without replay).
+// Endpoint returns the PUB endpoint of p's rank: the configured endpoint
+// after the data-parallel offset.
 func (p *Publisher) Endpoint() string { return p.endpoint }
 
 // ReplayEndpoint returns the replay (ROUTER) endpoint of p's rank, or "".
 func (p *Publisher) ReplayEndpoint() string { return p.replayEndpoint }
 
 // Ready returns a channel closed once Run has opened its sockets (at once for
-// a disabled Publisher).
+// a disabled Publisher). It stays open if Run fails to open them.
 func (p *Publisher) Ready() <-chan struct{} { return p.ready }
 
-// Addr returns the PUB socket's bound address as "tcp://host:port" (useful
-// with port 0), or "" before Ready, when it connects out, or for non-tcp
-// transports.
+// Addr returns the address the PUB socket is bound to: "tcp://host:port"
+// with the actual port (useful with port 0), or the configured endpoint for
+// ipc and inproc. It is "" before Ready and when the socket connects out.
 func (p *Publisher) Addr() string {
 	p.ringMu.Lock()
 	defer p.ringMu.Unlock()
