@@ -160,6 +160,8 @@ export function buildCorpus(seed, n) {
     "1234567890", "12345678901234567890", "3.14159265358979", "٣٤٥ ١٢", "½ ⅓ ¼ 0x1F 1e-9",
     "a".repeat(300), "ab".repeat(200), " ".repeat(100), "\n".repeat(50), "-".repeat(120), "=".repeat(64),
     "😀".repeat(40), "日本".repeat(100), "▁▁▁ ▁x", "ĠĠ Ġt",
+    // Case folding beyond ASCII in (?i:'s|...): Oniguruma folds ſ to s.
+    "'ſ", "'ſa", "x'ſ I'ſ don'T", "'\u212Aa 'ﬅ 'ß", "\uFBCB \uFBCB x",
   ];
   const texts = [...fixed];
   // Mixes of the fixed pieces.

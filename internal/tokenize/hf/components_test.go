@@ -142,3 +142,17 @@ func TestRefRune(t *testing.T) {
 		}
 	}
 }
+
+func TestExpandCaseInsensitive(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`(?i:'s|'t)|x`, "(?:'[sS\u017F]|'[tT])|x"},
+		{`a(?i:'ll|'d)?b`, `a(?:'[lL][lL]|'[dD])?b`},
+		{`(?i:\p{L})`, `(?i:\p{L})`}, // not a simple group: left alone
+		{`no group`, `no group`},
+	}
+	for _, tt := range tests {
+		if got := expandCaseInsensitive(tt.in); got != tt.want {
+			t.Errorf("expandCaseInsensitive(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

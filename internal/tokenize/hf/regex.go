@@ -3,6 +3,7 @@ package hf
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
@@ -43,7 +44,7 @@ type regex struct {
 }
 
 func compileRegex(src string) (*regex, error) {
-	re, err := regexp2.Compile(src, regexp2.None)
+	re, err := regexp2.Compile(expandCaseInsensitive(src), regexp2.None)
 	if err != nil {
 		return nil, fmt.Errorf("compile regex %q: %w", src, err)
 	}
@@ -79,6 +80,65 @@ func (r *regex) findAll(s string, dst [][2]int) [][2]int {
 		pos = end
 	}
 	return dst
+}
+
+// expandCaseInsensitive rewrites case-insensitive groups made only of ASCII
+// letters, quotes and alternation, such as (?i:'s|'t|'re|'ve|'m|'ll|'d), into
+// explicit classes with Oniguruma's Unicode case folding: besides the other
+// ASCII case, s also matches U+017F (ſ) and k matches U+212A (Kelvin sign),
+// which regexp2's case-insensitive mode does not do.
+func expandCaseInsensitive(src string) string {
+	const open = "(?i:"
+	var b strings.Builder
+	for {
+		i := strings.Index(src, open)
+		if i < 0 {
+			b.WriteString(src)
+			return b.String()
+		}
+		j := strings.IndexByte(src[i:], ')')
+		if j < 0 {
+			b.WriteString(src)
+			return b.String()
+		}
+		body := src[i+len(open) : i+j]
+		if !simpleCaseGroup(body) {
+			b.WriteString(src[:i+j+1])
+			src = src[i+j+1:]
+			continue
+		}
+		b.WriteString(src[:i])
+		b.WriteString("(?:")
+		for _, c := range body {
+			lo := unicode.ToLower(c)
+			switch {
+			case lo == 's':
+				b.WriteString("[sS\u017F]")
+			case lo == 'k':
+				b.WriteString("[kK\u212A]")
+			case lo >= 'a' && lo <= 'z':
+				b.WriteString("[" + string(lo) + string(unicode.ToUpper(lo)) + "]")
+			default:
+				b.WriteRune(c)
+			}
+		}
+		b.WriteString(")")
+		src = src[i+j+1:]
+	}
+}
+
+// simpleCaseGroup reports whether a (?i:...) body has only ASCII letters,
+// apostrophes and alternation.
+func simpleCaseGroup(body string) bool {
+	if body == "" {
+		return false
+	}
+	for _, c := range body {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '\'' || c == '|') {
+			return false
+		}
+	}
+	return true
 }
 
 // standIn is a code point unassigned in every Unicode version.
