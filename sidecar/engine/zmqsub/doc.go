@@ -21,5 +21,12 @@
 //
 // The first message after start is checked against sequence 0, so a sidecar
 // that starts next to a running engine replays its history or reports the rank
-// incomplete. Sockets reconnect with jittered exponential backoff.
+// incomplete. Sockets reconnect with jittered exponential backoff. After a
+// reconnect, a gap may hide a publisher restart whose new sequence numbers
+// already passed the old ones (vLLM has no publisher id), so the subscriber
+// first asks the replay socket for the whole history from 0: when the ring
+// still starts there, it sends UpdateRestart and rebuilds the rank from it.
+//
+// Not detectable: a sidecar that starts next to an idle engine which already
+// holds blocks learns nothing until the engine publishes again.
 package zmqsub

@@ -359,3 +359,45 @@ func TestReconnectToRestartedPublisher(t *testing.T) {
 	}
 	cancel()
 }
+
+// After a reconnect, a gap may hide a restart whose new publisher has already
+// passed the old sequence numbers: the subscriber replays the whole history
+// from 0 and rebuilds the rank from it.
+func TestReconnectWithGapReplaysFromZero(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := newPeer(t, ctx, true, false)
+	s := start(t, ctx, p, true)
+	p.waitSubscribed()
+	set, _ := blockset.New(blockset.Config{Model: "m", BlockSize: 4}, nil, nil)
+	p.publish(0, stored(0), false)
+	p.publish(1, wiretest.Hex(`93 `+wiretest.TS+` 91 97 "BlockStored" 91 09 c0 94 63 63 63 63 04 c0 "GPU" 00`), false)
+	next(t, s, 2, set)
+
+	// The engine restarts; before the subscriber reconnects, the new process
+	// publishes 0..2 (lost), then 3 once the subscriber is back.
+	addr := fmt.Sprintf("tcp://127.0.0.1:%d", port(p.pub))
+	p.pub.Close()
+	p.mu.Lock()
+	clear(p.ring)
+	p.mu.Unlock()
+	for seq := range uint64(3) {
+		p.publish(seq, stored(seq), true)
+	}
+	p.pub = zmq4.NewPub(ctx)
+	if err := p.pub.Listen(addr); err != nil {
+		t.Fatal(err)
+	}
+	p.waitSubscribed()
+	p.publish(3, stored(3), false)
+	updates := next(t, s, 5, set)
+	want := []got{{"restart", 0, false}, {"batch", 0, true}, {"batch", 1, true}, {"batch", 2, true}, {"batch", 3, true}}
+	if diff := cmp.Diff(want, updates); diff != "" {
+		t.Errorf("updates (-want +got):\n%s", diff)
+	}
+	// The old process's second block (tokens 99×4) is gone; the new chain is whole.
+	if set.Len() != 4 || set.Incomplete() {
+		t.Errorf("block set Len %d Incomplete %v, want 4 complete", set.Len(), set.Incomplete())
+	}
+	cancel()
+}

@@ -18,8 +18,10 @@ var errReplayShort = errors.New("replay does not reach back far enough")
 
 // replay asks the rank's replay socket for every batch from seq from on and
 // applies those that follow the last applied one, in order. It stops at the
-// end marker, at the first hole, or after ReplayTimeout.
-func (r *rankSub) replay(ctx context.Context, from uint64) error {
+// end marker, at the first hole, or after ReplayTimeout. When the first
+// replayed batch is exactly from, onFirst (if not nil) runs before it is
+// applied; when it is later, nothing is applied.
+func (r *rankSub) replay(ctx context.Context, from uint64, onFirst func() error) error {
 	cfg := r.s.cfg
 	rank := strconv.Itoa(r.rank)
 	ctx, cancel := context.WithTimeout(ctx, cfg.ReplayTimeout)
@@ -63,6 +65,11 @@ func (r *rankSub) replay(ctx context.Context, from uint64) error {
 		if first && seq > from {
 			result = "short"
 			return fmt.Errorf("%w: first replayed seq %d, wanted %d", errReplayShort, seq, from)
+		}
+		if first && onFirst != nil {
+			if err := onFirst(); err != nil {
+				return err
+			}
 		}
 		first = false
 		switch w := r.seq.want(); {

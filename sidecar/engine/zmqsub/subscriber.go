@@ -114,6 +114,11 @@ type rankSub struct {
 	s    *Subscriber
 	rank int
 	seq  seqState
+	// probeRestart is set when a session starts after an earlier one had
+	// received messages: a gap in its first message may hide a publisher
+	// restart (on the same host, a dropped connection usually means the
+	// engine restarted).
+	probeRestart bool
 }
 
 func (r *rankSub) log() *slog.Logger { return r.s.log.With("rank", r.rank) }
@@ -174,6 +179,8 @@ func (r *rankSub) session(ctx context.Context, ep string, failures *int) error {
 		return fmt.Errorf("dial %s: %w", ep, err)
 	}
 	r.log().Info("kv events connected", "endpoint", ep)
+	r.probeRestart = r.seq.liveSeen
+	defer func() { r.probeRestart = false }()
 	rank := strconv.Itoa(r.rank)
 	r.s.m.connected.WithLabelValues(rank).Set(1)
 	defer r.s.m.connected.WithLabelValues(rank).Set(0)
@@ -190,6 +197,7 @@ func (r *rankSub) session(ctx context.Context, ep string, failures *int) error {
 		if err := r.live(ctx, binary.BigEndian.Uint64(msg.Frames[1]), msg.Frames[2]); err != nil {
 			return err
 		}
+		r.probeRestart = false
 	}
 }
 
@@ -214,14 +222,34 @@ func (r *rankSub) live(ctx context.Context, seq uint64, payload []byte) error {
 		return r.apply(ctx, seq, payload, false)
 	}
 	// A gap: batches from want() up to seq-1 are missing.
-	from := r.seq.want()
 	r.s.m.gaps.WithLabelValues(rank).Inc()
 	if r.s.cfg.ReplayBasePort > 0 {
-		if err := r.replay(ctx, from); err != nil {
+		recovered := false
+		if r.probeRestart && r.seq.want() > 0 {
+			// After a reconnect, first ask for the publisher's whole history:
+			// if its ring still starts at 0, the rank is rebuilt exactly
+			// whether or not the engine restarted meanwhile.
+			err := r.replay(ctx, 0, func() error {
+				r.s.m.restarts.WithLabelValues(rank).Inc()
+				if err := r.state(ctx, UpdateRestart); err != nil {
+					return err
+				}
+				r.seq.restart()
+				return nil
+			})
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			r.log().Warn("kv event replay failed", "from", from, "err", err)
+			recovered = err == nil
+		}
+		if !recovered {
+			from := r.seq.want()
+			if err := r.replay(ctx, from, nil); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				r.log().Warn("kv event replay failed", "from", from, "err", err)
+			}
 		}
 	}
 	switch w := r.seq.want(); {
