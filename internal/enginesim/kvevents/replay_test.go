@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"runtime"
 	"testing"
 
 	"github.com/go-zeromq/zmq4"
@@ -239,5 +240,66 @@ func TestDisabledPublisherDiscards(t *testing.T) {
 				t.Errorf("disabled publisher registered %d metric families (err %v), want none", len(mfs), err)
 			}
 		})
+	}
+}
+
+// TestRestartConcurrentWithSteps restarts the publisher while the engine
+// keeps stepping: every received seq continues the previous one or starts
+// again at 0, and replay afterwards holds exactly the batches since the last
+// restart.
+func TestRestartConcurrentWithSteps(t *testing.T) {
+	sub := newSocket(t, zmq4.NewSub)
+	if err := sub.Listen("tcp://127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
+		t.Fatal(err)
+	}
+	cfg := enabledConfig("tcp://" + sub.Addr().String())
+	cfg.ReplayEndpoint = "tcp://127.0.0.1:0"
+	p := startPublisher(t, cfg, 0, FormatMap)
+	waitSubscribed(t, p, "")
+
+	const steps, marker = 300, uint64(1 << 40)
+	stepped := make(chan struct{})
+	go func() {
+		defer close(stepped)
+		for i := range steps {
+			publishSteps(p, uint64(i))
+		}
+	}()
+restarts:
+	for range 50 {
+		select {
+		case <-stepped:
+			break restarts
+		default:
+			p.Restart()
+			runtime.Gosched()
+		}
+	}
+	<-stepped
+	publishSteps(p, marker)
+
+	var seqs []uint64
+	for {
+		seq, got, _ := recvBatch(t, sub, "kv-events")
+		if len(seqs) > 0 && seq != 0 && seq != seqs[len(seqs)-1]+1 {
+			t.Fatalf("seq %d after %d: neither the next one nor a restart", seq, seqs[len(seqs)-1])
+		}
+		seqs = append(seqs, seq)
+		if got[0].Hashes[0] == marker {
+			break
+		}
+	}
+	last := seqs[len(seqs)-1]
+	got := replayFrom(t, newDealer(t, p), 0)
+	if uint64(len(got)) != last+1 {
+		t.Fatalf("replay returned %d batches, want %d (seq 0..%d since the last restart)", len(got), last+1, last)
+	}
+	for i, r := range got {
+		if r.Seq != uint64(i) {
+			t.Fatalf("replayed seq %d at position %d", r.Seq, i)
+		}
 	}
 }
