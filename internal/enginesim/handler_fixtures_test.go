@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -152,37 +153,43 @@ func TestResponsesMatchFixtures(t *testing.T) {
 		{"invalid json", "POST", "/v1/chat/completions", `{"messages":`, "error_invalid_json.json", false, 400},
 	}
 	for _, tt := range tests {
+		// Inside a synctest bubble with modelled step times every token
+		// arrives in its own step, so the number of chunks is exact.
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := simTestConfig()
-			cfg.EnablePromptTokensDetails = tt.details
-			h := newSimHarness(t, cfg)
-			rec := h.do(tt.method, tt.path, tt.body)
-			if rec.Code != tt.status {
-				t.Fatalf("status = %d, want %d; body %s", rec.Code, tt.status, rec.Body)
-			}
-			want := readFixture(t, tt.fixture)
-			if !strings.HasSuffix(tt.fixture, ".stream.json") {
-				assertShape(t, tt.fixture, want, rec.Body.Bytes())
-				return
-			}
-			if ct := rec.Header().Get("Content-Type"); ct != "text/event-stream; charset=utf-8" {
-				t.Errorf("Content-Type = %q", ct)
-			}
-			var wantEvents []json.RawMessage
-			mustJSON(t, want, &wantEvents)
-			got := sseData(t, rec.Body.Bytes())
-			if len(got) != len(wantEvents) {
-				t.Fatalf("got %d events, want %d:\n%s", len(got), len(wantEvents), rec.Body)
-			}
-			for i, w := range wantEvents {
-				if string(w) == `"[DONE]"` {
-					if got[i] != "[DONE]" {
-						t.Errorf("event %d = %s, want [DONE]", i, got[i])
-					}
-					continue
+			synctest.Test(t, func(t *testing.T) {
+				cfg := simTestConfig()
+				cfg.EnablePromptTokensDetails = tt.details
+				cfg.Engine.ZeroLatency = false
+				h := newSimHarness(t, cfg)
+				defer h.close()
+				rec := h.do(tt.method, tt.path, tt.body)
+				if rec.Code != tt.status {
+					t.Fatalf("status = %d, want %d; body %s", rec.Code, tt.status, rec.Body)
 				}
-				assertShape(t, fmt.Sprintf("%s[%d]", tt.fixture, i), w, []byte(got[i]))
-			}
+				want := readFixture(t, tt.fixture)
+				if !strings.HasSuffix(tt.fixture, ".stream.json") {
+					assertShape(t, tt.fixture, want, rec.Body.Bytes())
+					return
+				}
+				if ct := rec.Header().Get("Content-Type"); ct != "text/event-stream; charset=utf-8" {
+					t.Errorf("Content-Type = %q", ct)
+				}
+				var wantEvents []json.RawMessage
+				mustJSON(t, want, &wantEvents)
+				got := sseData(t, rec.Body.Bytes())
+				if len(got) != len(wantEvents) {
+					t.Fatalf("got %d events, want %d:\n%s", len(got), len(wantEvents), rec.Body)
+				}
+				for i, w := range wantEvents {
+					if string(w) == `"[DONE]"` {
+						if got[i] != "[DONE]" {
+							t.Errorf("event %d = %s, want [DONE]", i, got[i])
+						}
+						continue
+					}
+					assertShape(t, fmt.Sprintf("%s[%d]", tt.fixture, i), w, []byte(got[i]))
+				}
+			})
 		})
 	}
 }

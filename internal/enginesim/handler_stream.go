@@ -45,6 +45,9 @@ func (q *seqReader) next(ctx context.Context) (seqStep, bool) {
 			step.delta = q.ts.flush()
 			return step, true
 		}
+		// Like vLLM's output collector, merge the outputs that are already
+		// waiting into one delta: a slow reader gets fewer, larger chunks.
+		out = mergeReady(q.st.Out, out)
 		q.prompt, q.cached = out.PromptTokens, out.CachedTokens
 		n := len(q.ts.tokens)
 		step.delta = q.ts.push(out.Tokens)
@@ -67,3 +70,27 @@ func (q *seqReader) next(ctx context.Context) (seqStep, bool) {
 
 // stopReason returns the choice's stop_reason.
 func (q *seqReader) stopReason() openai.StopReason { return q.ts.reason }
+
+// mergeReady appends to out every Output already queued on ch, up to and
+// including a final one.
+func mergeReady(ch <-chan Output, out Output) Output {
+	merged := false
+	for !out.Finished {
+		select {
+		case next, ok := <-ch:
+			if !ok {
+				return out
+			}
+			if !merged {
+				out.Tokens = append([]uint32(nil), out.Tokens...)
+				merged = true
+			}
+			out.Tokens = append(out.Tokens, next.Tokens...)
+			out.Finished, out.FinishReason = next.Finished, next.FinishReason
+			out.PromptTokens, out.CachedTokens, out.Time = next.PromptTokens, next.CachedTokens, next.Time
+		default:
+			return out
+		}
+	}
+	return out
+}
