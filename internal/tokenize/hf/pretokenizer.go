@@ -225,6 +225,11 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pre_tokenizer Split: %w", err)
 		}
+		if v.Pattern.Regex != nil {
+			if k, ok := gpt4Patterns[*v.Pattern.Regex]; ok {
+				p = gpt4Scanner{maxDigits: k}
+			}
+		}
 		b, err := parseSplitBehavior(v.Behavior)
 		if err != nil {
 			return nil, fmt.Errorf("pre_tokenizer Split: %w", err)
