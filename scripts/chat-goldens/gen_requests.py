@@ -156,7 +156,7 @@ class Gen:
     def conversation(self):
         f = self.f
         msgs = []
-        tools_ok = f in ("llama3", "qwen3")
+        tools_ok = f in ("llama3", "qwen3", "generic")
         use_tools = tools_ok and self.r.random() < 0.35
         if self.r.random() < 0.6:
             msgs.append({"role": "system", "content": self.system()})
@@ -170,7 +170,7 @@ class Gen:
             if last and self.r.random() < 0.7:
                 break
             if use_tools and self.r.random() < 0.6:
-                n = 1 if f == "llama3" else self.r.choice([1, 1, 2, 3])
+                n = 1 if f in ("llama3", "generic") else self.r.choice([1, 1, 2, 3])
                 tcs = [self.tool_call() for _ in range(n)]
                 am = {"role": "assistant", "tool_calls": tcs}
                 r = self.r.random()
@@ -216,8 +216,6 @@ class Gen:
         elif r < 0.18 and last["role"] == "user":
             # continue a partial assistant answer
             req["messages"].append({"role": "assistant", "content": self.words(1, 8) + self.r.choice(["", " ", "\n"])})
-            if self.f in ("mistral", "gemma3", "generic") and False:
-                pass
             req["continue_final_message"] = True
             req["add_generation_prompt"] = False
         elif r < 0.24:
@@ -231,6 +229,10 @@ class Gen:
             kw["date_string"] = self.r.choice(["01 Jan 2025", "29 Feb 2028"])
         if self.f == "llama3" and "tools" in req and self.r.random() < 0.3:
             kw["tools_in_user_message"] = False
+        if self.f == "generic":
+            kw["date_string"] = "26 Jul 2024"  # templates that would call strftime_now
+            kw["datetime"] = "2024-07-26"  # firefunction-v2 needs these two
+            kw["functions"] = json.dumps([t["function"] for t in TOOLS[:2]])
         if self.r.random() < 0.05:
             kw["unused_kwarg"] = "ignored"
         if self.r.random() < 0.03:

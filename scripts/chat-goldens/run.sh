@@ -42,3 +42,28 @@ qwen3 tokenizer-qwen3 - 3
 mistral tokenizer-llama2 mistral.jinja 7
 gemma3 tokenizer-gemma3 - 13
 FAMILIES
+
+# Extra coverage: real templates from @huggingface/ollama-utils, rendered text
+# only (their tokenizers are not among the fixtures), 40 requests each.
+if [ ! -d "$GOLDENS/node_modules/@huggingface/ollama-utils" ]; then
+	npm install --prefix "$GOLDENS" --no-audit --no-fund --loglevel=error @huggingface/ollama-utils@0.0.18 >&2
+fi
+EXTRA_T=$TMPL/extra
+EXTRA_O=$OUT/extra
+rm -rf "$EXTRA_T" "$EXTRA_O"
+mkdir -p "$EXTRA_T" "$EXTRA_O"
+# Special tokens for templates that use them (the real values do not matter
+# for rendering parity).
+printf '{"bos_token": "<|bos|>", "eos_token": "<|eos|>"}\n' >"$EXTRA_T/tokenizer_config.json"
+names=$(node "$HERE/extract_ollama.js" "$EXTRA_T" library/qwen2.5:0.5b library/phi4:14b library/command-r:35b \
+	library/deepseek-r1:8b library/hermes3:70b library/smollm2:135m library/llama3.2:3b library/glm4:9b \
+	library/olmo2:7b library/deepseek-v3:671b library/gemma2:2b library/qwq:32b library/firefunction-v2:70b \
+	library/nemotron:70b)
+seed=100
+for name in $names; do
+	seed=$((seed + 1))
+	python3 "$HERE/gen_requests.py" generic 40 "$seed" |
+		python3 "$HERE/render.py" --model-dir "$EXTRA_T" --template "$EXTRA_T/$name.jinja" |
+		gzip -9n >"$EXTRA_O/$name.jsonl.gz"
+	echo "run.sh: $EXTRA_O/$name.jsonl.gz: $(zcat "$EXTRA_O/$name.jsonl.gz" | grep -vc '"error"' || true) rendered" >&2
+done
