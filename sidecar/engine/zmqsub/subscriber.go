@@ -33,6 +33,7 @@ const (
 	UpdateIncomplete
 )
 
+// String returns "batch", "restart" or "incomplete".
 func (k UpdateKind) String() string {
 	switch k {
 	case UpdateBatch:

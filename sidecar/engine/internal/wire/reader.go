@@ -462,6 +462,7 @@ func skipHeader(b []byte, p int, c byte) (extra, items, np int, err error) {
 	return extra, items, p, err
 }
 
+// String returns the type's name.
 func (t Type) String() string {
 	switch t {
 	case Nil:
