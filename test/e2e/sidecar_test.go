@@ -205,17 +205,18 @@ type scSidecar struct {
 	data, admin string
 }
 
-func scStartSidecar(t *testing.T, bin string, engine string, pub, replay int) *scSidecar {
+func scStartSidecar(t *testing.T, bin string, engine string, pub, replay int, extra ...string) *scSidecar {
 	t.Helper()
 	data, admin, gossip := scFreePort(t), scFreePort(t), scFreePort(t)
 	s := &scSidecar{data: fmt.Sprintf("http://127.0.0.1:%d", data), admin: fmt.Sprintf("http://127.0.0.1:%d", admin)}
-	s.proc = scStart(t, bin, "sidecar", "sidecar",
+	args := []string{"sidecar",
 		"--engine-url", engine, "--engine", "vllm", "--tokenizer", "builtin:sim",
 		"--listen", fmt.Sprintf("127.0.0.1:%d", data), "--admin", fmt.Sprintf("127.0.0.1:%d", admin),
 		"--gossip-bind", fmt.Sprintf("127.0.0.1:%d", gossip), "--gossip-profile", "local", "--node-name", "e2e-sidecar",
 		"--kv-events-endpoint", fmt.Sprintf("tcp://127.0.0.1:%d", pub),
 		"--kv-events-replay-endpoint", fmt.Sprintf("tcp://127.0.0.1:%d", replay),
-		"--log-level", "debug")
+		"--log-level", "debug"}
+	s.proc = scStart(t, bin, "sidecar", append(args, extra...)...)
 	scWait(t, "sidecar health", func() error {
 		resp, err := http.Get(s.admin + "/healthz")
 		if err != nil {
@@ -472,5 +473,61 @@ func TestSidecarReplaysDroppedEventConnection(t *testing.T) {
 	}
 	if got := scMetric(t, sc, "inferrail_sidecar_kvevents_lost_total", ""); got != 0 {
 		t.Errorf("unrecovered gaps = %v, want 0", got)
+	}
+}
+
+// TestSidecarSilentEngine runs the sim without KV events: the sidecar says
+// so after its grace period and keeps an approximate block set from the
+// prompts of its data path, every block of which the sim really holds.
+func TestSidecarSilentEngine(t *testing.T) {
+	bin := scBuild(t)
+	port := scFreePort(t)
+	scStart(t, bin, "sim", "sim", "--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--served-model-name", "e2e-model", "--zero-latency", "--block-size", "16")
+	sim := &scSim{url: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	scWait(t, "sim health", func() error {
+		resp, err := http.Get(sim.url + "/health")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	})
+	// The events endpoint points at a port where nobody publishes.
+	sc := scStartSidecar(t, bin, sim.url, scFreePort(t), scFreePort(t), "--kv-events-silent-grace", "300ms")
+	scTraffic(t, sc, "silent", 8)
+	polls := 0
+	scWait(t, "the silent verdict", func() error {
+		if polls++; polls%10 == 0 {
+			scTraffic(t, sc, "trickle", 1)
+		}
+		if scMetric(t, sc, "inferrail_sidecar_events_mode", `mode="silent"`) != 1 {
+			return errors.New("not silent yet")
+		}
+		return nil
+	})
+	var got scBlocks
+	if err := scGetJSON(sc.admin+"/debug/blocks", &got); err != nil {
+		t.Fatal(err)
+	}
+	cache, err := sim.cache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	approx := got.Blocks["GPU"]
+	if got.Source != "approx" || len(approx) == 0 {
+		t.Fatalf("block set %q with %d blocks, want a non-empty approximate set", got.Source, len(approx))
+	}
+	for _, h := range approx {
+		if !slices.Contains(cache, h) {
+			t.Errorf("approximate block %d is not in the sim's cache", h)
+		}
+	}
+	var sum scSummary
+	if err := scGetJSON(sc.admin+"/v1/summary", &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Source != "approx" || sum.Complete || sum.Blocks["gpu"] != len(approx) {
+		t.Errorf("summary %+v, want an incomplete approximate summary of %d blocks", sum, len(approx))
 	}
 }
