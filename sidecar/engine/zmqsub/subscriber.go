@@ -135,8 +135,13 @@ func (r *rankSub) run(ctx context.Context) error {
 		}
 		r.s.m.reconnects.WithLabelValues(strconv.Itoa(r.rank)).Inc()
 		d := backoff(cfg.ReconnectMin, cfg.ReconnectMax, failures)
+		// An engine takes minutes to start: warn once per outage.
+		level := slog.LevelWarn
+		if failures > 0 {
+			level = slog.LevelDebug
+		}
 		failures++
-		r.log().Warn("kv event subscription failed", "endpoint", ep, "retry_in", d, "err", err)
+		r.log().Log(ctx, level, "kv event subscription failed", "endpoint", ep, "retry_in", d, "attempt", failures, "err", err)
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
