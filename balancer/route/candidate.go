@@ -1,0 +1,226 @@
+package route
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/zeebo/xxh3"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// PrefixIndex answers how long a prefix of a prompt a replica holds: the
+// number of leading block hashes present (gossip/summary.View.LongestPrefix
+// for one medium satisfies it through a one-line adapter). It is called on
+// the request path, concurrently, and must not block.
+type PrefixIndex interface {
+	LongestPrefix(hashes []kvblock.Hash) (blocks int)
+}
+
+// Counters are the balancer's own per-replica counts, owned by the fleet and
+// shared by every snapshot that holds the replica. They are exact for this
+// balancer and never stale, which is why routing falls back to them when the
+// gossiped load is too old. The zero value is ready to use.
+type Counters struct {
+	// InFlight is the requests this balancer is proxying to the replica.
+	InFlight atomic.Int64
+	// Pending is the subset of InFlight that has not received its first
+	// response byte yet (queued or prefilling on the engine).
+	Pending atomic.Int64
+	// PendingPrefillTokens is the predicted uncached prompt tokens of the
+	// Pending requests: the prefill work this balancer has queued there.
+	PendingPrefillTokens atomic.Int64
+}
+
+// Start records a request sent to the replica with uncached predicted
+// uncached prompt tokens (Decision.UncachedTokens).
+func (c *Counters) Start(uncached int) {
+	c.InFlight.Add(1)
+	c.Pending.Add(1)
+	c.PendingPrefillTokens.Add(int64(uncached))
+}
+
+// FirstByte records that a started request received its first byte: its
+// prefill is done. Call it at most once per Start, with the same uncached.
+func (c *Counters) FirstByte(uncached int) {
+	c.Pending.Add(-1)
+	c.PendingPrefillTokens.Add(-int64(uncached))
+}
+
+// Done records the end of a started request. firstByte reports whether
+// FirstByte was called for it; if not, Done also undoes its pending counts.
+func (c *Counters) Done(uncached int, firstByte bool) {
+	if !firstByte {
+		c.FirstByte(uncached)
+	}
+	c.InFlight.Add(-1)
+}
+
+// Load is a replica's load as its sidecar last reported it over the gossip.
+type Load struct {
+	// Known reports whether a report has been received at all.
+	Known bool
+	// Stale reports whether the fleet judged the report too old. Policies
+	// also treat a report as stale when Request.Now - At > Config.MaxLoadAge.
+	Stale bool
+	// At is when this balancer received the report (zero: age unknown, trust
+	// Stale alone).
+	At time.Time
+	// Running and Waiting are the engine's running and queued requests.
+	Running, Waiting int
+	// InFlight is the requests the sidecar is proxying, from every balancer.
+	InFlight int
+	// WaitingPrefillTokens is the prompt tokens of queued requests not yet
+	// prefilled; meaningful only when HasWaitingPrefillTokens.
+	WaitingPrefillTokens    int64
+	HasWaitingPrefillTokens bool
+	// KVUsage is the engine's KV cache usage in [0,1].
+	KVUsage float64
+}
+
+// Candidate is one replica in a snapshot: a plain value in a slice the fleet
+// rebuilds when membership, health or caps change. Everything a policy reads
+// is here or behind Own and Prefix, which are safe for concurrent use.
+type Candidate struct {
+	// ID names the replica (the gossip node name or a static replica's name).
+	// It seeds prefix_hash placement, so it must be the same on every
+	// balancer.
+	ID string
+	// Models lists the model names the replica serves.
+	Models []string
+	// Healthy reports whether the fleet currently routes to the replica.
+	Healthy bool
+	// Weight scales the replica's share (<= 0 means 1).
+	Weight float64
+	// MaxConcurrency caps Own.InFlight and MaxPending caps Own.Pending
+	// (0: no cap). A replica at a cap is full and never picked.
+	MaxConcurrency, MaxPending int
+	// Own is this balancer's counts for the replica (nil: all zero).
+	Own *Counters
+	// Load is the gossiped load.
+	Load Load
+	// Prefix is the replica's prefix summary (nil: unknown).
+	Prefix PrefixIndex
+	// SummaryStale reports whether the fleet judged the summary too old;
+	// SummaryAt is when it was last confirmed current (zero: age unknown).
+	SummaryStale bool
+	SummaryAt    time.Time
+	// BlockSize is the replica's KV block size in tokens (0: the request's).
+	// A replica whose block size differs from Request.BlockSize gets no
+	// cache prediction.
+	BlockSize int
+	// CapacityBlocks is the replica's KV cache capacity in blocks (0:
+	// unknown). A prompt with more blocks than that is never sent there.
+	CapacityBlocks int
+
+	idHash uint64 // xxh3 of ID, filled by Prepare (0: compute per use)
+}
+
+// Prepare fills the derived fields of cands (the hash of each ID). The fleet
+// should call it once when it builds a snapshot; policies work without it but
+// then hash every ID on every decision.
+func Prepare(cands []Candidate) {
+	for i := range cands {
+		cands[i].idHash = hashID(cands[i].ID)
+	}
+}
+
+func hashID(id string) uint64 {
+	h := xxh3.HashString(id)
+	if h == 0 {
+		h = 1 // 0 means "not prepared"
+	}
+	return h
+}
+
+func (c *Candidate) key() uint64 {
+	if c.idHash != 0 {
+		return c.idHash
+	}
+	return hashID(c.ID)
+}
+
+// serves reports whether the candidate serves model.
+func (c *Candidate) serves(model string) bool {
+	for _, m := range c.Models {
+		if m == model {
+			return true
+		}
+	}
+	return false
+}
+
+// full reports whether the candidate is at one of its caps.
+func (c *Candidate) full() bool {
+	if c.Own == nil {
+		return false
+	}
+	if c.MaxConcurrency > 0 && c.Own.InFlight.Load() >= int64(c.MaxConcurrency) {
+		return true
+	}
+	return c.MaxPending > 0 && c.Own.Pending.Load() >= int64(c.MaxPending)
+}
+
+func (c *Candidate) weight() float64 {
+	if c.Weight > 0 {
+		return c.Weight
+	}
+	return 1
+}
+
+// own returns the balancer's own in-flight, pending and pending prefill
+// tokens for the candidate.
+func (c *Candidate) own() (inFlight, pending, tokens int64) {
+	if c.Own == nil {
+		return 0, 0, 0
+	}
+	return c.Own.InFlight.Load(), c.Own.Pending.Load(), c.Own.PendingPrefillTokens.Load()
+}
+
+// Request is what a policy knows about one request.
+type Request struct {
+	// Model is the (alias-resolved) model name.
+	Model string
+	// Hashes are the chained block hashes of the prompt (kvblock.Hashes).
+	Hashes []kvblock.Hash
+	// BlockSize is the block size Hashes were computed with (0: 16).
+	BlockSize int
+	// PromptTokens is the prompt length in tokens (0: len(Hashes)×BlockSize).
+	PromptTokens int
+	// OutputTokens is the expected number of output tokens (0: unknown). It
+	// is informational for now; no policy uses it.
+	OutputTokens int
+	// Now is the decision time, for staleness and the overlay (zero: the
+	// wall clock).
+	Now time.Time
+	// Exclude lists candidate indices not to pick (replicas already tried by
+	// a retry). A request whose every eligible candidate is excluded gets
+	// ErrNoCandidate.
+	Exclude []int
+}
+
+func (r *Request) blockSize() int {
+	if r.BlockSize > 0 {
+		return r.BlockSize
+	}
+	return kvblock.DefaultBlockSize
+}
+
+func (r *Request) promptTokens() int {
+	if r.PromptTokens > 0 {
+		return r.PromptTokens
+	}
+	if n := len(r.Hashes) * r.blockSize(); n > 0 {
+		return n
+	}
+	return 1
+}
+
+func (r *Request) excluded(i int) bool {
+	for _, x := range r.Exclude {
+		if x == i {
+			return true
+		}
+	}
+	return false
+}

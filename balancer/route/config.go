@@ -1,0 +1,242 @@
+package route
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Policy names accepted in Config.Policy.
+const (
+	PolicyRoundRobin   = "round_robin"
+	PolicyRandom       = "random"
+	PolicyLeastRequest = "least_request"
+	PolicyP2C          = "p2c"
+	PolicyPrefixHash   = "prefix_hash"
+	PolicyKVAware      = "kv_aware"
+	PolicyCostModel    = "cost_model"
+)
+
+// Policies lists every policy name, the default last.
+var Policies = []string{
+	PolicyRoundRobin, PolicyRandom, PolicyLeastRequest, PolicyP2C,
+	PolicyPrefixHash, PolicyKVAware, PolicyCostModel,
+}
+
+// Config is one model's routing configuration. Start from DefaultConfig;
+// New validates it.
+type Config struct {
+	// Policy is the policy name (default cost_model).
+	Policy string `yaml:"policy"`
+	// Seed seeds the random, p2c and tie-breaking RNG.
+	Seed uint64 `yaml:"seed"`
+	// PrefixBlocks is how many leading blocks name a prefix for prefix_hash
+	// placement (and the stale-summary fallback of the cache-aware policies).
+	PrefixBlocks int `yaml:"prefix_blocks"`
+	// LoadFactor is the bounded-load factor c: prefix_hash and cost_model
+	// never place a request on a replica whose load (requests in flight)
+	// would exceed c × the mean load of the eligible replicas, weighted.
+	LoadFactor float64 `yaml:"load_factor"`
+	// MaxLoadAge and MaxSummaryAge bound the age of a gossiped load report
+	// and prefix summary; older ones are ignored.
+	MaxLoadAge    time.Duration `yaml:"max_load_age"`
+	MaxSummaryAge time.Duration `yaml:"max_summary_age"`
+	// KVAware weighs the kv_aware scorers.
+	KVAware KVAwareConfig `yaml:"kv_aware"`
+	// Cost holds the cost model's parameters.
+	Cost CostConfig `yaml:"cost_model"`
+	// Overlay configures the overlay of recent placements (kv_aware and
+	// cost_model).
+	Overlay OverlayConfig `yaml:"overlay"`
+}
+
+// KVAwareConfig weighs the kv_aware policy's scorers; each scorer gives a
+// value in [0,1] and the score is their weighted mean.
+type KVAwareConfig struct {
+	// PrefixWeight weighs the predicted hit ratio (cached / prompt blocks).
+	PrefixWeight float64 `yaml:"prefix_weight"`
+	// LoadWeight weighs the relative load: 1 for the least loaded eligible
+	// replica, 0 for the most loaded.
+	LoadWeight float64 `yaml:"load_weight"`
+	// KVUsageWeight weighs the free KV cache (1 - usage; 0.5 when unknown).
+	KVUsageWeight float64 `yaml:"kv_usage_weight"`
+}
+
+// CostConfig is the cost model: the per-step latency model of DESIGN.md §8
+// (the same formula as internal/enginesim LatencyModel.StepTime) plus what
+// the router must assume about work it cannot see.
+type CostConfig struct {
+	// StepOverhead is T0, the fixed cost of an engine step.
+	StepOverhead time.Duration `yaml:"step_overhead"`
+	// WeightFloor is W_floor, the weight-read floor of a step.
+	WeightFloor time.Duration `yaml:"weight_floor"`
+	// LinearTokPerSec is R_lin, the GEMM throughput once compute-bound.
+	LinearTokPerSec float64 `yaml:"linear_tok_per_sec"`
+	// AttentionPerPairNS is A_att in nanoseconds per causal (query, key) pair.
+	AttentionPerPairNS float64 `yaml:"attention_per_pair_ns"`
+	// KVReadPerTokenNS is A_kv in nanoseconds per context token per decode step.
+	KVReadPerTokenNS float64 `yaml:"kv_read_per_token_ns"`
+	// RequestOverhead is T_req, the per-request API and tokenization time.
+	RequestOverhead time.Duration `yaml:"request_overhead"`
+	// StepTokenBudget is the engine's max_num_batched_tokens.
+	StepTokenBudget int `yaml:"step_token_budget"`
+	// DecodeContextTokens is the assumed mean context of a running
+	// (decoding) request, for the decode-interference term.
+	DecodeContextTokens int `yaml:"decode_context_tokens"`
+	// QueuedPromptTokens is the assumed uncached prompt tokens of a queued
+	// request when the replica does not report its waiting prefill tokens;
+	// it also sizes the attention of queued prefills.
+	QueuedPromptTokens int `yaml:"queued_prompt_tokens"`
+	// HotPrefixQueueWait is the estimated queue wait on the best replica
+	// above which a prefix it holds counts as hot: the request goes to the
+	// next best replica (if that is at most this much slower), which then
+	// becomes a second home of the prefix. 0 disables replication.
+	HotPrefixQueueWait time.Duration `yaml:"hot_prefix_queue_wait"`
+}
+
+// OverlayConfig configures the overlay of the balancer's own recent
+// placements.
+type OverlayConfig struct {
+	// TTL is how long a placement is remembered (0 disables the overlay).
+	TTL time.Duration `yaml:"ttl"`
+	// Slots is the size of the overlay's table, a power of two.
+	Slots int `yaml:"slots"`
+	// Stride is the finest spacing, in blocks, of the prefix lengths a
+	// placement is remembered at; it doubles until a prompt has at most
+	// MaxPoints of them.
+	Stride    int `yaml:"stride"`
+	MaxPoints int `yaml:"max_points"`
+}
+
+// DefaultCostConfig returns the Llama-3.1-8B on one H100 constants of
+// perf-model.md §0, copied from internal/enginesim DefaultLatencyModel so the
+// router's estimate and the simulator agree (keep them in step).
+func DefaultCostConfig() CostConfig {
+	return CostConfig{
+		StepOverhead:        time.Millisecond,
+		WeightFloor:         6300 * time.Microsecond,
+		LinearTokPerSec:     47000,
+		AttentionPerPairNS:  1.31,
+		KVReadPerTokenNS:    60,
+		RequestOverhead:     10 * time.Millisecond,
+		StepTokenBudget:     8192,
+		DecodeContextTokens: 2048,
+		QueuedPromptTokens:  2048,
+		HotPrefixQueueWait:  500 * time.Millisecond,
+	}
+}
+
+// DefaultConfig returns the defaults: cost_model with the 8B/H100 model.
+func DefaultConfig() Config {
+	return Config{
+		Policy:        PolicyCostModel,
+		Seed:          1,
+		PrefixBlocks:  8,
+		LoadFactor:    1.25,
+		MaxLoadAge:    2 * time.Second,
+		MaxSummaryAge: 10 * time.Second,
+		KVAware:       KVAwareConfig{PrefixWeight: 2, LoadWeight: 1, KVUsageWeight: 1},
+		Cost:          DefaultCostConfig(),
+		Overlay:       OverlayConfig{TTL: 10 * time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32},
+	}
+}
+
+// Validate reports every invalid field at once, each named by its YAML path
+// and value.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, want string, v any) {
+		errs = append(errs, fmt.Errorf("%s must be %s, got %v", field, want, v))
+	}
+	known := false
+	for _, p := range Policies {
+		known = known || p == c.Policy
+	}
+	if !known {
+		bad("policy", fmt.Sprintf("one of %v", Policies), fmt.Sprintf("%q", c.Policy))
+	}
+	if c.PrefixBlocks < 1 {
+		bad("prefix_blocks", ">= 1", c.PrefixBlocks)
+	}
+	if !(c.LoadFactor >= 1) || math.IsInf(c.LoadFactor, 0) {
+		bad("load_factor", ">= 1 and finite", c.LoadFactor)
+	}
+	if c.MaxLoadAge <= 0 {
+		bad("max_load_age", "> 0", c.MaxLoadAge)
+	}
+	if c.MaxSummaryAge <= 0 {
+		bad("max_summary_age", "> 0", c.MaxSummaryAge)
+	}
+	weights := []struct {
+		name string
+		v    float64
+	}{
+		{"kv_aware.prefix_weight", c.KVAware.PrefixWeight},
+		{"kv_aware.load_weight", c.KVAware.LoadWeight},
+		{"kv_aware.kv_usage_weight", c.KVAware.KVUsageWeight},
+	}
+	sum := 0.0
+	for _, w := range weights {
+		if !(w.v >= 0) || math.IsInf(w.v, 0) {
+			bad(w.name, ">= 0 and finite", w.v)
+		} else {
+			sum += w.v
+		}
+	}
+	if sum == 0 {
+		errs = append(errs, errors.New("kv_aware weights must not all be 0"))
+	}
+	errs = c.Cost.validate("cost_model", errs)
+	o := c.Overlay
+	if o.TTL < 0 {
+		bad("overlay.ttl", ">= 0", o.TTL)
+	}
+	if o.Slots < 1 || o.Slots&(o.Slots-1) != 0 || o.Slots > 1<<24 {
+		bad("overlay.slots", "a power of two in [1, 16777216]", o.Slots)
+	}
+	if o.Stride < 1 {
+		bad("overlay.stride", ">= 1", o.Stride)
+	}
+	if o.MaxPoints < 1 || o.MaxPoints > maxOverlayPoints {
+		bad("overlay.max_points", fmt.Sprintf("in [1, %d]", maxOverlayPoints), o.MaxPoints)
+	}
+	return errors.Join(errs...)
+}
+
+func (c CostConfig) validate(path string, errs []error) []error {
+	bad := func(field, want string, v any) {
+		errs = append(errs, fmt.Errorf("%s.%s must be %s, got %v", path, field, want, v))
+	}
+	if c.StepOverhead < 0 {
+		bad("step_overhead", ">= 0", c.StepOverhead)
+	}
+	if c.WeightFloor < 0 {
+		bad("weight_floor", ">= 0", c.WeightFloor)
+	}
+	if !(c.LinearTokPerSec > 0) || math.IsInf(c.LinearTokPerSec, 0) {
+		bad("linear_tok_per_sec", "> 0 and finite", c.LinearTokPerSec)
+	}
+	if !(c.AttentionPerPairNS >= 0) || math.IsInf(c.AttentionPerPairNS, 0) {
+		bad("attention_per_pair_ns", ">= 0 and finite", c.AttentionPerPairNS)
+	}
+	if !(c.KVReadPerTokenNS >= 0) || math.IsInf(c.KVReadPerTokenNS, 0) {
+		bad("kv_read_per_token_ns", ">= 0 and finite", c.KVReadPerTokenNS)
+	}
+	if c.RequestOverhead < 0 {
+		bad("request_overhead", ">= 0", c.RequestOverhead)
+	}
+	if c.StepTokenBudget < 1 {
+		bad("step_token_budget", ">= 1", c.StepTokenBudget)
+	}
+	if c.DecodeContextTokens < 0 {
+		bad("decode_context_tokens", ">= 0", c.DecodeContextTokens)
+	}
+	if c.QueuedPromptTokens < 0 {
+		bad("queued_prompt_tokens", ">= 0", c.QueuedPromptTokens)
+	}
+	if c.HotPrefixQueueWait < 0 {
+		bad("hot_prefix_queue_wait", ">= 0", c.HotPrefixQueueWait)
+	}
+	return errs
+}

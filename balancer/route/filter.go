@@ -1,0 +1,149 @@
+package route
+
+import (
+	"math"
+	"time"
+)
+
+// filter puts the indices of the eligible candidates in s.elig: serving the
+// model, healthy, not excluded, able to hold the prompt and below their caps.
+// It resets the per-decision buffers of s.
+func filter(req *Request, cands []Candidate, s *Scratch) error {
+	s.elig = s.elig[:0]
+	s.load = s.load[:0]
+	s.score = s.score[:0]
+	s.queue = s.queue[:0]
+	s.uniform = true
+	served := 0
+	w0 := 0.0
+	prompt := req.promptTokens()
+	for i := range cands {
+		c := &cands[i]
+		if !c.Healthy || !c.serves(req.Model) || req.excluded(i) {
+			continue
+		}
+		if c.CapacityBlocks > 0 {
+			bs := c.BlockSize
+			if bs <= 0 {
+				bs = req.blockSize()
+			}
+			if (prompt+bs-1)/bs > c.CapacityBlocks {
+				continue
+			}
+		}
+		served++
+		if c.full() {
+			continue
+		}
+		w := c.weight()
+		if len(s.elig) == 0 {
+			w0 = w
+		} else if w != w0 {
+			s.uniform = false
+		}
+		s.elig = append(s.elig, int32(i))
+	}
+	switch {
+	case len(s.elig) > 0:
+		return nil
+	case served > 0:
+		return ErrAllFull
+	default:
+		return ErrNoCandidate
+	}
+}
+
+// loadFresh reports whether c's gossiped load may be used at now.
+func (b *base) loadFresh(c *Candidate, now time.Time) bool {
+	l := &c.Load
+	return l.Known && !l.Stale && (l.At.IsZero() || now.Sub(l.At) <= b.cfg.MaxLoadAge)
+}
+
+// summaryFresh reports whether c's prefix summary may be used at now for a
+// request hashed with block size bs.
+func (b *base) summaryFresh(c *Candidate, now time.Time, bs int) bool {
+	return c.Prefix != nil && !c.SummaryStale &&
+		(c.SummaryAt.IsZero() || now.Sub(c.SummaryAt) <= b.cfg.MaxSummaryAge) &&
+		(c.BlockSize == 0 || c.BlockSize == bs)
+}
+
+// load returns c's load in requests: the balancer's own in-flight count, or
+// the gossiped count (every balancer's requests) when fresh and larger.
+func (b *base) load(c *Candidate, now time.Time) float64 {
+	own, _, _ := c.own()
+	l := float64(own)
+	if b.loadFresh(c, now) {
+		l = max(l, float64(c.Load.InFlight), float64(c.Load.Running+c.Load.Waiting))
+	}
+	return l
+}
+
+// fillLoads puts the load of each eligible candidate in s.load.
+func (b *base) fillLoads(cands []Candidate, s *Scratch, now time.Time) {
+	s.load = s.load[:0]
+	for _, i := range s.elig {
+		s.load = append(s.load, b.load(&cands[i], now))
+	}
+}
+
+// bound returns the sums behind the bounded-load test of Mirrokni et al.
+// (see underBound): the total load and the total weight of the eligible
+// candidates. s.load must be filled.
+func (b *base) bound(cands []Candidate, s *Scratch) (total, weights float64) {
+	for k, i := range s.elig {
+		total += s.load[k]
+		weights += cands[i].weight()
+	}
+	return total, weights
+}
+
+// underBound reports whether eligible candidate k (a position in s.elig) may
+// take one more request without exceeding LoadFactor × the weighted mean
+// load, counting the new request: load_k < ceil(c × (total+1) × w_k / W).
+// Because the capacities sum to at least total+1, some candidate always
+// passes.
+func (b *base) underBound(cands []Candidate, s *Scratch, k int, total, weights float64) bool {
+	w := cands[s.elig[k]].weight()
+	capacity := math.Ceil(b.cfg.LoadFactor * (total + 1) * w / weights)
+	return s.load[k] < capacity
+}
+
+// leastLoaded returns the position in s.elig of the candidate with the lowest
+// load per weight, ties broken at random. s.load must be filled.
+func (b *base) leastLoaded(cands []Candidate, s *Scratch) int {
+	best, ties := -1, 0
+	bestL := math.Inf(1)
+	for k, i := range s.elig {
+		l := s.load[k] / cands[i].weight()
+		switch {
+		case l < bestL:
+			best, bestL, ties = k, l, 1
+		case l == bestL:
+			ties++
+			if b.rng.intn(ties) == 0 {
+				best = k
+			}
+		}
+	}
+	return best
+}
+
+// weighted returns the position in s.elig that x in [0,1) falls on when the
+// eligible candidates share [0,1) by weight.
+func weighted(cands []Candidate, s *Scratch, x float64) int {
+	if s.uniform {
+		return min(int(x*float64(len(s.elig))), len(s.elig)-1)
+	}
+	total := 0.0
+	for _, i := range s.elig {
+		total += cands[i].weight()
+	}
+	x *= total
+	for k, i := range s.elig {
+		x -= cands[i].weight()
+		if x < 0 {
+			return k
+		}
+	}
+	return len(s.elig) - 1
+}

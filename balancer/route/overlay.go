@@ -1,0 +1,159 @@
+package route
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// maxOverlayPoints bounds OverlayConfig.MaxPoints.
+const maxOverlayPoints = 64
+
+// Overlay remembers this balancer's recent placements for a short time, so
+// that a burst of requests sharing a new prefix lands together before the
+// replica's gossiped summary shows the prefix (DESIGN.md §4).
+//
+// A placement of a prompt with n blocks is remembered at a few prefix
+// lengths: n itself, the first PrefixBlocks blocks, and every multiple of a
+// stride (Stride doubled until at most MaxPoints multiples fit, so the grids
+// of short and long prompts nest). Because block hashes are chained, the hash
+// of block i names the whole prefix 0..i, so a later prompt that shares that
+// prefix finds the entry at the same grid point.
+//
+// The table is direct-mapped and bounded: a newer entry overwrites an older
+// one in its slot, and one prefix remembers only its latest replica. Every
+// slot is a seqlock over atomic words, so lookups are lock-free and never
+// wait, and a write that races another write to the same slot is dropped
+// (the overlay is a hint). Safe for concurrent use.
+type Overlay struct {
+	slots        []slot
+	mask         uint64
+	ttl          int64
+	stride       int
+	maxPoints    int
+	prefixBlocks int
+}
+
+type slot struct {
+	seq     atomic.Uint64 // odd while a write is in progress
+	key     atomic.Uint64
+	replica atomic.Uint64
+	expires atomic.Int64 // Unix nanoseconds
+	blocks  atomic.Uint32
+}
+
+// overlayHit is one replica's longest remembered prefix for a prompt.
+type overlayHit struct {
+	replica uint64
+	blocks  int
+}
+
+// NewOverlay returns an empty overlay. prefixBlocks is the prefix length
+// always remembered (Config.PrefixBlocks). cfg must be valid.
+func NewOverlay(cfg OverlayConfig, prefixBlocks int) *Overlay {
+	return &Overlay{
+		slots:        make([]slot, cfg.Slots),
+		mask:         uint64(cfg.Slots - 1),
+		ttl:          int64(cfg.TTL),
+		stride:       max(cfg.Stride, 1),
+		maxPoints:    max(cfg.MaxPoints, 1),
+		prefixBlocks: max(prefixBlocks, 1),
+	}
+}
+
+// Record remembers that a prompt with these block hashes was placed on the
+// replica named replicaID at now.
+func (o *Overlay) Record(hashes []kvblock.Hash, replicaID string, now time.Time) {
+	o.record(hashes, hashID(replicaID), now)
+}
+
+// LongestPrefix returns the longest prefix of hashes, in blocks, that the
+// overlay remembers on replicaID at now (grid-aligned, so it may undercount).
+func (o *Overlay) LongestPrefix(hashes []kvblock.Hash, replicaID string, now time.Time) int {
+	id := hashID(replicaID)
+	var buf [maxOverlayPoints + 2]overlayHit
+	for _, h := range o.lookup(hashes, now, buf[:0]) {
+		if h.replica == id {
+			return h.blocks
+		}
+	}
+	return 0
+}
+
+func (o *Overlay) record(hashes []kvblock.Hash, replica uint64, now time.Time) {
+	n := len(hashes)
+	if n == 0 {
+		return
+	}
+	exp := now.UnixNano() + o.ttl
+	stride := o.strideFor(n)
+	o.store(hashes[n-1], replica, n, exp)
+	for b := stride; b < n; b += stride {
+		o.store(hashes[b-1], replica, b, exp)
+	}
+	if p := o.prefixBlocks; p < n && p%stride != 0 {
+		o.store(hashes[p-1], replica, p, exp)
+	}
+}
+
+// lookup appends to dst, per replica, the longest live remembered prefix of
+// hashes.
+func (o *Overlay) lookup(hashes []kvblock.Hash, now time.Time, dst []overlayHit) []overlayHit {
+	n := len(hashes)
+	if n == 0 {
+		return dst
+	}
+	t := now.UnixNano()
+	stride := o.strideFor(n)
+	dst = o.probe(dst, hashes[n-1], n, t)
+	for b := stride; b < n; b += stride {
+		dst = o.probe(dst, hashes[b-1], b, t)
+	}
+	if p := o.prefixBlocks; p < n && p%stride != 0 {
+		dst = o.probe(dst, hashes[p-1], p, t)
+	}
+	return dst
+}
+
+// strideFor returns the grid stride for a prompt of n blocks: Stride doubled
+// until at most maxPoints grid points fit.
+func (o *Overlay) strideFor(n int) int {
+	s := o.stride
+	for n/s > o.maxPoints {
+		s *= 2
+	}
+	return s
+}
+
+func (o *Overlay) store(h kvblock.Hash, replica uint64, blocks int, exp int64) {
+	sl := &o.slots[mix64(uint64(h))&o.mask]
+	seq := sl.seq.Load()
+	if seq&1 != 0 || !sl.seq.CompareAndSwap(seq, seq+1) {
+		return // another write is in progress: drop this one
+	}
+	sl.key.Store(uint64(h))
+	sl.replica.Store(replica)
+	sl.expires.Store(exp)
+	sl.blocks.Store(uint32(blocks))
+	sl.seq.Store(seq + 2)
+}
+
+func (o *Overlay) probe(dst []overlayHit, h kvblock.Hash, blocks int, now int64) []overlayHit {
+	sl := &o.slots[mix64(uint64(h))&o.mask]
+	seq := sl.seq.Load()
+	if seq&1 != 0 {
+		return dst
+	}
+	key, replica, exp, got := sl.key.Load(), sl.replica.Load(), sl.expires.Load(), sl.blocks.Load()
+	if sl.seq.Load() != seq || key != uint64(h) || exp <= now || int(got) != blocks {
+		return dst
+	}
+	for i := range dst {
+		if dst[i].replica == replica {
+			dst[i].blocks = max(dst[i].blocks, blocks)
+			return dst
+		}
+	}
+	return append(dst, overlayHit{replica: replica, blocks: blocks})
+}

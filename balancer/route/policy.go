@@ -1,0 +1,159 @@
+package route
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by Pick. The HTTP layer maps both to 503 (with Retry-After
+// for ErrAllFull).
+var (
+	// ErrNoCandidate means no healthy, untried replica serves the model (or
+	// can hold the prompt).
+	ErrNoCandidate = errors.New("no replica serves the model")
+	// ErrAllFull means replicas serve the model but every one is at its
+	// concurrency or pending cap.
+	ErrAllFull = errors.New("every replica for the model is full")
+)
+
+// Policy picks a replica for a request. Implementations are safe for
+// concurrent use, never block and do no I/O; the cache-aware ones record
+// their placement in their overlay.
+type Policy interface {
+	// Name returns the policy's name (Config.Policy).
+	Name() string
+	// Pick returns the index into cands of the chosen replica and why. The
+	// Decision's slices point into scratch and are valid until scratch is
+	// reused. It returns ErrNoCandidate or ErrAllFull when nothing is
+	// eligible. A nil scratch is allowed (it then allocates).
+	Pick(req *Request, cands []Candidate, scratch *Scratch) (idx int, d Decision, err error)
+}
+
+// Reason says why a candidate was picked; the values are stable metric labels.
+type Reason string
+
+// Reasons.
+const (
+	ReasonRoundRobin   Reason = "round_robin"
+	ReasonRandom       Reason = "random"
+	ReasonLeastRequest Reason = "least_request"
+	ReasonP2C          Reason = "p2c"
+	// ReasonPrefixOwner: the prefix's rendezvous owner took it.
+	ReasonPrefixOwner Reason = "prefix_owner"
+	// ReasonLoadSpill: the preferred replica was above the load bound.
+	ReasonLoadSpill Reason = "load_spill"
+	// ReasonNoPrefix: the prompt has no full block; least loaded.
+	ReasonNoPrefix Reason = "no_prefix"
+	// ReasonBestScore: kv_aware's highest blended score.
+	ReasonBestScore Reason = "best_score"
+	// ReasonLowestTTFT: cost_model's lowest estimated time to first token.
+	ReasonLowestTTFT Reason = "lowest_ttft"
+	// ReasonHotPrefix: the prefix's warm replica was saturated and the next
+	// best became a second home for it.
+	ReasonHotPrefix Reason = "hot_prefix_replica"
+	// ReasonOnlyCandidate: one eligible candidate.
+	ReasonOnlyCandidate Reason = "only_candidate"
+)
+
+// Decision explains a pick.
+type Decision struct {
+	// Reason is why the candidate was picked.
+	Reason Reason
+	// CachedTokens is the predicted cached prompt tokens on the pick, and
+	// UncachedTokens the rest (what Counters.Start wants).
+	CachedTokens, UncachedTokens int
+	// EstimatedTTFT is cost_model's estimate for the pick (0 for others).
+	EstimatedTTFT time.Duration
+	// Score is the pick's score where the policy scores (kv_aware: [0,1]).
+	Score float64
+	// Eligible is how many candidates passed the filter.
+	Eligible int
+	// SummaryFallback reports whether a missing or stale summary made the
+	// policy assume the prefix_hash owner holds the prefix.
+	SummaryFallback bool
+	// Cached is the predicted cached tokens per candidate index (-1 where
+	// not eligible); nil for the cache-blind policies.
+	Cached []int32
+}
+
+// Scratch holds per-decision buffers; reuse one per goroutine (or through a
+// sync.Pool) so decisions do not allocate. The zero value is ready to use.
+type Scratch struct {
+	elig    []int32   // eligible candidate indices
+	load    []float64 // effective load per eligible
+	score   []float64 // per eligible
+	queue   []float64 // cost_model: queue wait per eligible, ns
+	cached  []int32   // predicted cached tokens per candidate
+	hits    []overlayHit
+	uniform bool // every eligible has the same weight
+}
+
+// NewScratch returns a Scratch sized for n candidates.
+func NewScratch(n int) *Scratch {
+	return &Scratch{
+		elig:   make([]int32, 0, n),
+		load:   make([]float64, 0, n),
+		score:  make([]float64, 0, n),
+		queue:  make([]float64, 0, n),
+		cached: make([]int32, 0, n),
+		hits:   make([]overlayHit, 0, maxOverlayPoints+2),
+	}
+}
+
+// New returns the policy cfg names, after validating cfg.
+func New(cfg Config) (Policy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("route config: %w", err)
+	}
+	b := &base{cfg: cfg}
+	b.rng.seed(cfg.Seed)
+	switch cfg.Policy {
+	case PolicyRoundRobin:
+		return &roundRobin{base: b}, nil
+	case PolicyRandom:
+		return &random{base: b}, nil
+	case PolicyLeastRequest:
+		return &leastRequest{base: b}, nil
+	case PolicyP2C:
+		return &p2c{base: b}, nil
+	case PolicyPrefixHash:
+		return &prefixHash{base: b}, nil
+	}
+	if cfg.Overlay.TTL > 0 {
+		b.overlay = NewOverlay(cfg.Overlay, cfg.PrefixBlocks)
+	}
+	if cfg.Policy == PolicyKVAware {
+		return &kvAware{base: b}, nil
+	}
+	return &costModel{base: b, est: newEstimator(cfg.Cost)}, nil
+}
+
+// OverlayOf returns the overlay of a cache-aware policy (nil for others or
+// when disabled), for explain endpoints and for recording placements made
+// elsewhere (for example intents gossiped by other balancers).
+func OverlayOf(p Policy) *Overlay {
+	if o, ok := p.(interface{ overlayOf() *Overlay }); ok {
+		return o.overlayOf()
+	}
+	return nil
+}
+
+// base is what every policy shares.
+type base struct {
+	cfg     Config
+	rng     rng
+	overlay *Overlay // nil: none
+}
+
+func (b *base) overlayOf() *Overlay { return b.overlay }
+
+// Name returns the policy name.
+func (b *base) Name() string { return b.cfg.Policy }
+
+func (b *base) now(req *Request) time.Time {
+	if req.Now.IsZero() {
+		return time.Now()
+	}
+	return req.Now
+}

@@ -1,0 +1,75 @@
+package route
+
+import "time"
+
+// predict fills s.cached with the predicted cached prompt tokens of every
+// candidate (-1 where not eligible) and reports whether the stale-summary
+// fallback was used. The prediction per eligible candidate is the longer of
+// its summary's longest prefix (when fresh) and the overlay's, capped the way
+// vLLM caps a prefix hit: whole blocks, and never the prompt's last token.
+//
+// When some eligible candidate has no fresh summary, the prefix's
+// prefix_hash owner is assumed to hold the first PrefixBlocks blocks if its
+// own summary is unknown: balancers that cannot see summaries still converge
+// on one replica per prefix. s.load must be filled.
+func (b *base) predict(req *Request, cands []Candidate, s *Scratch, now time.Time) (fallback bool) {
+	s.cached = grow(s.cached, len(cands))
+	for i := range s.cached {
+		s.cached[i] = -1
+	}
+	bs := req.blockSize()
+	maxBlocks := (req.promptTokens() - 1) / bs
+	hashes := req.Hashes
+	if len(hashes) > maxBlocks {
+		hashes = hashes[:maxBlocks]
+	}
+	s.hits = s.hits[:0]
+	if b.overlay != nil && len(hashes) > 0 {
+		s.hits = b.overlay.lookup(req.Hashes, now, s.hits)
+	}
+	unknown := false
+	for _, i := range s.elig {
+		c := &cands[i]
+		blocks := 0
+		if len(hashes) > 0 && (c.BlockSize == 0 || c.BlockSize == bs) {
+			if b.summaryFresh(c, now, bs) {
+				blocks = min(c.Prefix.LongestPrefix(hashes), len(hashes))
+			} else {
+				unknown = true
+			}
+			if len(s.hits) > 0 {
+				id := c.key()
+				for _, h := range s.hits {
+					if h.replica == id {
+						blocks = max(blocks, min(h.blocks, len(hashes)))
+					}
+				}
+			}
+		}
+		s.cached[i] = int32(blocks * bs)
+	}
+	if !unknown {
+		return false
+	}
+	key, ok := b.prefixKey(req)
+	if !ok {
+		return false
+	}
+	k, _ := b.owner(cands, s, key)
+	i := s.elig[k]
+	c := &cands[i]
+	if b.summaryFresh(c, now, bs) || c.BlockSize != 0 && c.BlockSize != bs {
+		return false
+	}
+	own := int32(min(b.cfg.PrefixBlocks, len(hashes)) * bs)
+	s.cached[i] = max(s.cached[i], own)
+	return true
+}
+
+// grow returns a slice of length n reusing buf's storage when it can.
+func grow[T any](buf []T, n int) []T {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]T, n)
+}
