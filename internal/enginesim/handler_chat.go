@@ -163,6 +163,10 @@ func (s *frontEnd) streamChat(w http.ResponseWriter, r *http.Request, g *genRequ
 			*ok = false
 		}
 	}
+	var fast *chunkEncoder // the common chunks, without reflection
+	if !continuous && !g.params.ReturnTokenIDs {
+		fast = newChunkEncoder(g.id, openai.ObjectChatCompletionChunk, g.created, model)
+	}
 	writeOK := true
 	for !q.done && writeOK {
 		step, ok := q.next(r.Context())
@@ -183,6 +187,16 @@ func (s *frontEnd) streamChat(w http.ResponseWriter, r *http.Request, g *genRequ
 		}
 		if step.delta == "" && len(step.newTokens) == 0 && len(q.ts.tokens) == 0 && !step.finished {
 			continue // a prefill-only output: vLLM sends no empty chunk
+		}
+		if fast != nil {
+			finish := ""
+			if step.finished {
+				finish = step.reason
+			}
+			if err := sse.WriteData(fast.chatDelta(step.delta, finish, q.stopReason())); err != nil {
+				writeOK = false
+			}
+			continue
 		}
 		choice := openai.ChatChunkChoice{Index: 0, Delta: openai.ChatDelta{Content: openai.Some(step.delta)}}
 		if g.params.ReturnTokenIDs {

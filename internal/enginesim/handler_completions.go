@@ -113,6 +113,10 @@ func (s *frontEnd) streamCompletion(w http.ResponseWriter, r *http.Request, g *g
 	startStream(w)
 	sse := openai.NewWriter(w)
 	model := s.cfg.modelName()
+	var fast *chunkEncoder // the common chunks, without reflection
+	if !continuous && !g.params.ReturnTokenIDs {
+		fast = newChunkEncoder(g.id, openai.ObjectTextCompletion, g.created, model)
+	}
 	writeOK := true
 	send := func(c *openai.CompletionChunk) {
 		b, err := json.Marshal(c)
@@ -129,6 +133,16 @@ func (s *frontEnd) streamCompletion(w http.ResponseWriter, r *http.Request, g *g
 			return
 		}
 		if step.delta == "" && len(step.newTokens) == 0 && len(q.ts.tokens) == 0 && !step.finished {
+			continue
+		}
+		if fast != nil {
+			finish := ""
+			if step.finished {
+				finish = step.reason
+			}
+			if err := sse.WriteData(fast.completionDelta(step.delta, finish, q.stopReason())); err != nil {
+				writeOK = false
+			}
 			continue
 		}
 		choice := openai.CompletionChunkChoice{Index: 0, Text: step.delta}
