@@ -175,3 +175,22 @@ func FuzzDecodeConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestExampleConfig keeps deploy/sidecar.example.yaml loadable and valid.
+func TestExampleConfig(t *testing.T) {
+	cfg, err := LoadConfigFile("../deploy/sidecar.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	want := DefaultConfig()
+	want.Listen, want.Admin = "0.0.0.0:8100", "0.0.0.0:9100"
+	want.KVEvents.Endpoint, want.KVEvents.ReplayEndpoint = "tcp://127.0.0.1:5557", "tcp://127.0.0.1:6557"
+	want.Gossip.Bind = "0.0.0.0:7946"
+	want.Gossip.Join = []string{"inferrail-balancer-0.inferrail-balancer:7946"}
+	if diff := cmp.Diff(want, cfg); diff != "" {
+		t.Errorf("example differs from the defaults beyond its marked examples (-want +got):\n%s", diff)
+	}
+}
