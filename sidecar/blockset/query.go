@@ -2,6 +2,7 @@ package blockset
 
 import (
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/sidecar/engine"
 )
 
 // Contains reports whether a router block is held in any medium.
@@ -14,6 +15,7 @@ func (s *Set) Contains(h kvblock.Hash) bool {
 
 // ContainsIn reports whether a router block is held in a medium.
 func (s *Set) ContainsIn(h kvblock.Hash, medium string) bool {
+	medium = engine.NormalizeMedium(medium)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.blocks[h]
@@ -37,6 +39,7 @@ func (s *Set) Len() int {
 
 // LenIn returns the number of router blocks held in a medium.
 func (s *Set) LenIn(medium string) int {
+	medium = engine.NormalizeMedium(medium)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, m := range s.media {
@@ -54,6 +57,7 @@ func (s *Set) Blocks(dst []kvblock.Hash, medium string) []kvblock.Hash {
 	defer s.mu.Unlock()
 	idx := -1
 	if medium != "" {
+		medium = engine.NormalizeMedium(medium)
 		for i, m := range s.media {
 			if m == medium {
 				idx = i

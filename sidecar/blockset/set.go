@@ -210,8 +210,9 @@ func (s *Set) clearRank(r int, incomplete bool) {
 	rs.incomplete = incomplete
 }
 
-// mediumIndex interns a canonical medium name.
+// mediumIndex interns a medium, in its canonical spelling.
 func (s *Set) mediumIndex(name string) uint8 {
+	name = engine.NormalizeMedium(name)
 	for i, m := range s.media {
 		if m == name {
 			return uint8(i)
