@@ -1,6 +1,7 @@
 package tokenize
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -25,13 +26,30 @@ func readAddedTokens(path string) ([]addedToken, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var doc struct {
-		AddedTokens []addedToken `json:"added_tokens"`
+	// added_tokens comes near the top of tokenizer.json: stream the
+	// top-level keys and stop there instead of parsing the whole vocabulary.
+	dec := json.NewDecoder(bufio.NewReader(f))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("parse %s: not a JSON object", path)
 	}
-	if err := json.NewDecoder(f).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", path, err)
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("parse %s: %w", path, err)
+		}
+		if key == "added_tokens" {
+			var added []addedToken
+			if err := dec.Decode(&added); err != nil {
+				return nil, fmt.Errorf("parse %s: added_tokens: %w", path, err)
+			}
+			return added, nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, fmt.Errorf("parse %s: %w", path, err)
+		}
 	}
-	return doc.AddedTokens, nil
+	return nil, nil
 }
 
 // pieceEncoder encodes text as the concatenation of its pieces: the plain
