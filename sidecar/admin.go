@@ -23,8 +23,8 @@ type adminDeps struct {
 	// not otherwise.
 	healthy func() error
 	// blocks returns the active block set (source, hashes per medium), for
-	// tests and debugging; it may wait for the event pipeline.
-	blocks func(r *http.Request) (string, map[string][]kvblock.Hash, error)
+	// tests and debugging.
+	blocks func() (string, map[string][]kvblock.Hash)
 }
 
 // BlocksDump is the body of GET /debug/blocks: the router block hashes of
@@ -59,11 +59,7 @@ func newAdminHandler(d adminDeps) http.Handler {
 		writeJSON(w, d.load())
 	})
 	mux.HandleFunc("GET /debug/blocks", func(w http.ResponseWriter, r *http.Request) {
-		source, sets, err := d.blocks(r)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
+		source, sets := d.blocks()
 		for _, hs := range sets {
 			slices.Sort(hs)
 		}

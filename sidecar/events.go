@@ -36,6 +36,9 @@ type exactSource interface {
 	// doubles none. fn may run before Resync returns or later, on the
 	// goroutine that applies changes; it must not call back into the source.
 	Resync(fn func(sets map[string][]kvblock.Hash, complete bool))
+	// Snapshot returns a copy of the whole exact set, for debugging; unlike
+	// Resync it does not count as a summary rebuild.
+	Snapshot() map[string][]kvblock.Hash
 }
 
 // controller owns the sidecar's state machine: which block set feeds the
@@ -55,7 +58,6 @@ type controller struct {
 	modeV          atomic.Pointer[string] // mode, for other goroutines
 	firstTrafficAt time.Time              // first prompt seen while waiting for events
 	capacity       int
-	resyncPending  bool
 }
 
 func newController(grace time.Duration, feed *summaryFeed, approx *approxSet, exact exactSource, log *slog.Logger, m *metrics) *controller {

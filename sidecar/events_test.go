@@ -35,6 +35,12 @@ func (f *fakeExact) Resync(fn func(map[string][]kvblock.Hash, bool)) {
 	fn(f.sets, f.st.Complete)
 }
 
+func (f *fakeExact) Snapshot() map[string][]kvblock.Hash {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sets
+}
+
 // store adds blocks as the pipeline would: to its set, then to the sink.
 func (f *fakeExact) store(medium string, hs ...kvblock.Hash) {
 	f.mu.Lock()

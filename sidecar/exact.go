@@ -33,6 +33,9 @@ type exactPipeline struct {
 	// subscribe runs the subscriber, delivering to the pipeline's methods,
 	// until ctx ends (subscribeZMQ in production).
 	subscribe func(ctx context.Context, p *exactPipeline) error
+	// engineKind returns the engine kind detected from the metrics page
+	// ("" until known), to pick the event decoder when cfg.Engine is auto.
+	engineKind func() engine.Kind
 
 	mu      sync.Mutex // protects set and scratch, and serializes the sink
 	set     *blockset.Set
@@ -56,7 +59,8 @@ var _ exactSource = (*exactPipeline)(nil)
 func newExactPipeline(cfg Config, waitModel func(context.Context) (string, error), sink blockSink, log *slog.Logger, reg prometheus.Registerer, m *metrics) (*exactPipeline, error) {
 	return &exactPipeline{
 		cfg: cfg, waitModel: waitModel, sink: sink, log: log.With("component", "events"), reg: reg, m: m,
-		subscribe: subscribeZMQ,
+		subscribe:  subscribeZMQ,
+		engineKind: func() engine.Kind { return "" },
 	}, nil
 }
 
@@ -152,16 +156,29 @@ func (p *exactPipeline) Status() exactStatus {
 func (p *exactPipeline) Resync(fn func(map[string][]kvblock.Hash, bool)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	sets := map[string][]kvblock.Hash{}
-	if p.set != nil {
-		p.flushLocked()
-		p.needResync.Store(false)
-		for _, m := range exactMedia {
-			if hs := p.set.Blocks(nil, m); len(hs) > 0 {
-				sets[m] = hs
-			}
-		}
-		p.blocks.Store(int64(p.set.Len()))
-	}
+	sets := p.setsLocked()
+	p.needResync.Store(false)
 	fn(sets, !p.incomplete.Load())
+}
+
+// Snapshot implements exactSource.
+func (p *exactPipeline) Snapshot() map[string][]kvblock.Hash {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.setsLocked()
+}
+
+// setsLocked sends pending changes and returns the whole set per medium.
+func (p *exactPipeline) setsLocked() map[string][]kvblock.Hash {
+	sets := map[string][]kvblock.Hash{}
+	if p.set == nil {
+		return sets
+	}
+	p.flushLocked()
+	for _, m := range exactMedia {
+		if hs := p.set.Blocks(nil, m); len(hs) > 0 {
+			sets[m] = hs
+		}
+	}
+	return sets
 }

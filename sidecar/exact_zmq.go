@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/inferrail/inferrail/sidecar/engine"
 	"github.com/inferrail/inferrail/sidecar/engine/sglang"
 	"github.com/inferrail/inferrail/sidecar/engine/vllm"
 	"github.com/inferrail/inferrail/sidecar/engine/zmqsub"
@@ -49,11 +50,7 @@ func subscribeZMQ(ctx context.Context, p *exactPipeline) error {
 			return err
 		}
 	}
-	decode := vllm.DecodeBatch
-	if p.cfg.Engine == EngineSGLang {
-		decode = sglang.DecodeBatch
-	}
-	sub, err := zmqsub.New(zc, decode, p.log, p.reg)
+	sub, err := zmqsub.New(zc, p.decoder(), p.log, p.reg)
 	if err != nil {
 		return fmt.Errorf("kv events subscriber: %w", err)
 	}
@@ -82,4 +79,21 @@ func subscribeZMQ(ctx context.Context, p *exactPipeline) error {
 		return nil
 	})
 	return g.Wait()
+}
+
+// decoder picks the event decoder: the configured engine's, or with engine
+// auto the kind detected from the metrics page (vLLM's until one is).
+func (p *exactPipeline) decoder() zmqsub.Decoder {
+	switch p.cfg.Engine {
+	case EngineVLLM:
+		return vllm.DecodeBatch
+	case EngineSGLang:
+		return sglang.DecodeBatch
+	}
+	return func(payload []byte) (engine.Batch, error) {
+		if p.engineKind() == engine.KindSGLang {
+			return sglang.DecodeBatch(payload)
+		}
+		return vllm.DecodeBatch(payload)
+	}
 }

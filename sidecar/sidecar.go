@@ -89,6 +89,7 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sidecar, erro
 		if err != nil {
 			return nil, err
 		}
+		ex.engineKind = s.engineKind
 		s.exact = ex
 	}
 	g, err := newGossip(cfg, s.feed, log, reg)
@@ -371,29 +372,21 @@ func (s *Sidecar) healthy() error {
 }
 
 // blocks returns the active block set for /debug/blocks.
-func (s *Sidecar) blocks(r *http.Request) (string, map[string][]kvblock.Hash, error) {
+func (s *Sidecar) blocks() (string, map[string][]kvblock.Hash) {
 	if s.ctl == nil || s.exact == nil || s.ctlMode() != modeLive {
 		var hs []kvblock.Hash
 		s.approx.withBlocks(func(b []kvblock.Hash) { hs = b })
-		return sourceApprox, map[string][]kvblock.Hash{MediumGPU: hs}, nil
+		return sourceApprox, map[string][]kvblock.Hash{MediumGPU: hs}
 	}
-	type result struct {
-		sets map[string][]kvblock.Hash
+	return sourceExact, s.exact.Snapshot()
+}
+
+// engineKind returns the engine kind detected by the last readable scrape.
+func (s *Sidecar) engineKind() engine.Kind {
+	if g := s.lastGood.Load(); g != nil {
+		return g.load.Kind
 	}
-	ch := make(chan result, 1)
-	s.exact.Resync(func(sets map[string][]kvblock.Hash, _ bool) {
-		cp := make(map[string][]kvblock.Hash, len(sets))
-		for m, hs := range sets {
-			cp[m] = append([]kvblock.Hash(nil), hs...)
-		}
-		ch <- result{cp}
-	})
-	select {
-	case res := <-ch:
-		return sourceExact, res.sets, nil
-	case <-r.Context().Done():
-		return "", nil, r.Context().Err()
-	}
+	return ""
 }
 
 func (s *Sidecar) ctlMode() string { return s.ctl.modeName() }

@@ -111,6 +111,38 @@ func (r *Reader) key() (string, error) {
 	return knownKey(b), nil
 }
 
+// word reads a string that usually takes one of a few values (tags, media,
+// attention kinds) without allocating for those values.
+func (r *Reader) word() (string, error) {
+	b, ok := r.rawStr()
+	if !ok {
+		return r.String()
+	}
+	switch string(b) {
+	case tagStored:
+		return tagStored, nil
+	case tagRemoved:
+		return tagRemoved, nil
+	case tagCleared:
+		return tagCleared, nil
+	case tagStoredWithMeta:
+		return tagStoredWithMeta, nil
+	case "GPU":
+		return "GPU", nil
+	case "CPU":
+		return "CPU", nil
+	case "CPU_PINNED":
+		return "CPU_PINNED", nil
+	case "full_attention":
+		return "full_attention", nil
+	case "sliding_window":
+		return "sliding_window", nil
+	case "mamba":
+		return "mamba", nil
+	}
+	return string(b), nil
+}
+
 // knownKey interns the map keys the decoder reads (switching on string(b)
 // does not allocate).
 func knownKey(b []byte) string {
@@ -242,7 +274,7 @@ func (r *Reader) event() (engine.Event, error) {
 		if n < 1 {
 			return nil, fmt.Errorf("empty event array")
 		}
-		if f.tag, err = r.String(); err != nil {
+		if f.tag, err = r.word(); err != nil {
 			return nil, fmt.Errorf("tag: %w", err)
 		}
 		var names []string
@@ -272,7 +304,7 @@ func (r *Reader) event() (engine.Event, error) {
 				return nil, err
 			}
 			if k == "type" {
-				if f.tag, err = r.String(); err != nil {
+				if f.tag, err = r.word(); err != nil {
 					return nil, fmt.Errorf("type: %w", err)
 				}
 				continue
@@ -322,7 +354,7 @@ func (r *Reader) field(f *fields, name string) error {
 	case "lora_id":
 		f.loraID, err = r.Int()
 	case "medium":
-		f.medium, err = r.String()
+		f.medium, err = r.word()
 	case "lora_name":
 		f.loraName, err = r.String()
 	case "cache_salt":
@@ -332,7 +364,7 @@ func (r *Reader) field(f *fields, name string) error {
 	case "group_idx":
 		f.group, err = r.Int()
 	case "kv_cache_spec_kind":
-		f.specKind, err = r.String()
+		f.specKind, err = r.word()
 	default:
 		err = r.Skip()
 	}
