@@ -38,6 +38,10 @@ type Config struct {
 	// never place a request on a replica whose load (requests in flight)
 	// would exceed c × the mean load of the eligible replicas, weighted.
 	LoadFactor float64 `yaml:"load_factor"`
+	// MinLoadBound is the smallest the bound ever is, in requests: an
+	// engine batches many requests at once, so at low load the bound would
+	// scatter a burst that shares a prefix for no gain (0: the pure bound).
+	MinLoadBound int `yaml:"min_load_bound"`
 	// MaxLoadAge and MaxSummaryAge bound the age of a gossiped load report
 	// and prefix summary; older ones are ignored.
 	MaxLoadAge    time.Duration `yaml:"max_load_age"`
@@ -134,6 +138,7 @@ func DefaultConfig() Config {
 		Seed:          1,
 		PrefixBlocks:  8,
 		LoadFactor:    1.25,
+		MinLoadBound:  8,
 		MaxLoadAge:    2 * time.Second,
 		MaxSummaryAge: 10 * time.Second,
 		KVAware:       KVAwareConfig{PrefixWeight: 2, LoadWeight: 1, KVUsageWeight: 1},
@@ -161,6 +166,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.LoadFactor >= 1) || math.IsInf(c.LoadFactor, 0) {
 		bad("load_factor", ">= 1 and finite", c.LoadFactor)
+	}
+	if c.MinLoadBound < 0 {
+		bad("min_load_bound", ">= 0", c.MinLoadBound)
 	}
 	if c.MaxLoadAge <= 0 {
 		bad("max_load_age", "> 0", c.MaxLoadAge)

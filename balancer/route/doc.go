@@ -15,9 +15,9 @@
 //   - round_robin, random, least_request, p2c: the cache-blind baselines.
 //   - prefix_hash: rendezvous hashing on the hash of the first
 //     Config.PrefixBlocks blocks, with bounded load (Mirrokni et al.): a
-//     replica whose load would exceed LoadFactor × the mean is passed over for
-//     the next in the prefix's rendezvous order. Balancers agree without
-//     shared state.
+//     replica whose load would exceed LoadFactor × the mean (and at least
+//     MinLoadBound requests) is passed over for the next in the prefix's
+//     rendezvous order. Balancers agree without shared state.
 //   - kv_aware: a weighted blend, in [0,1], of the predicted hit ratio, the
 //     relative load and the free KV cache.
 //   - cost_model (the default): the lowest estimated time to first token,

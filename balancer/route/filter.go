@@ -99,13 +99,13 @@ func (b *base) bound(cands []Candidate, s *Scratch) (total, weights float64) {
 
 // underBound reports whether eligible candidate k (a position in s.elig) may
 // take one more request without exceeding LoadFactor × the weighted mean
-// load, counting the new request: load_k < ceil(c × (total+1) × w_k / W).
-// Because the capacities sum to at least total+1, some candidate always
-// passes.
+// load, counting the new request: load_k < ceil(c × (total+1) × w_k / W),
+// or load_k < MinLoadBound. Because the capacities sum to at least total+1,
+// some candidate always passes.
 func (b *base) underBound(cands []Candidate, s *Scratch, k int, total, weights float64) bool {
 	w := cands[s.elig[k]].weight()
 	capacity := math.Ceil(b.cfg.LoadFactor * (total + 1) * w / weights)
-	return s.load[k] < capacity
+	return s.load[k] < max(capacity, float64(b.cfg.MinLoadBound))
 }
 
 // leastLoaded returns the position in s.elig of the candidate with the lowest

@@ -19,15 +19,16 @@ func (p *prefixHash) Pick(req *Request, cands []Candidate, s *Scratch) (int, Dec
 	}
 	p.fillLoads(cands, s, p.now(req))
 	d := Decision{Eligible: len(s.elig), UncachedTokens: req.promptTokens()}
-	key, ok := p.prefixKey(req)
-	if !ok {
-		d.Reason = ReasonNoPrefix
-		return int(s.elig[p.leastLoaded(cands, s)]), d, nil
-	}
-	k, spilled := p.owner(cands, s, key)
-	d.Reason = ReasonPrefixOwner
-	if spilled {
-		d.Reason = ReasonLoadSpill
+	var k int
+	if key, ok := p.prefixKey(req); !ok {
+		k, d.Reason = p.leastLoaded(cands, s), ReasonNoPrefix
+	} else {
+		var spilled bool
+		k, spilled = p.owner(cands, s, key)
+		d.Reason = ReasonPrefixOwner
+		if spilled {
+			d.Reason = ReasonLoadSpill
+		}
 	}
 	if len(s.elig) == 1 {
 		d.Reason = ReasonOnlyCandidate

@@ -1,0 +1,85 @@
+package route
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultConfigIsValidForEveryPolicy(t *testing.T) {
+	for _, name := range Policies {
+		t.Run(name, func(t *testing.T) {
+			p := newPolicy(t, name, nil)
+			if p.Name() != name {
+				t.Errorf("Name() = %q, want %q", p.Name(), name)
+			}
+			hasOverlay := OverlayOf(p) != nil
+			wantOverlay := name == PolicyKVAware || name == PolicyCostModel
+			if hasOverlay != wantOverlay {
+				t.Errorf("OverlayOf(%s) != nil is %v, want %v", name, hasOverlay, wantOverlay)
+			}
+		})
+	}
+	if got := DefaultConfig().Policy; got != PolicyCostModel {
+		t.Errorf("default policy = %q, want %q", got, PolicyCostModel)
+	}
+}
+
+func TestValidateNamesFieldAndValue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want []string // substrings of the error, each must appear
+	}{
+		{"unknown policy", func(c *Config) { c.Policy = "fastest" }, []string{`policy must be one of`, `"fastest"`}},
+		{"empty policy", func(c *Config) { c.Policy = "" }, []string{`policy must be one of`, `""`}},
+		{"prefix blocks", func(c *Config) { c.PrefixBlocks = 0 }, []string{"prefix_blocks must be >= 1, got 0"}},
+		{"load factor", func(c *Config) { c.LoadFactor = 0.9 }, []string{"load_factor must be >= 1 and finite, got 0.9"}},
+		{"min load bound", func(c *Config) { c.MinLoadBound = -1 }, []string{"min_load_bound must be >= 0, got -1"}},
+		{"load age", func(c *Config) { c.MaxLoadAge = 0 }, []string{"max_load_age must be > 0, got 0s"}},
+		{"summary age", func(c *Config) { c.MaxSummaryAge = -time.Second }, []string{"max_summary_age must be > 0, got -1s"}},
+		{"negative weight", func(c *Config) { c.KVAware.LoadWeight = -1 }, []string{"kv_aware.load_weight must be >= 0 and finite, got -1"}},
+		{"zero weights", func(c *Config) { c.KVAware = KVAwareConfig{} }, []string{"kv_aware weights must not all be 0"}},
+		{"rate", func(c *Config) { c.Cost.LinearTokPerSec = 0 }, []string{"cost_model.linear_tok_per_sec must be > 0 and finite, got 0"}},
+		{"budget", func(c *Config) { c.Cost.StepTokenBudget = 0 }, []string{"cost_model.step_token_budget must be >= 1, got 0"}},
+		{"hot wait", func(c *Config) { c.Cost.HotPrefixQueueWait = -1 }, []string{"cost_model.hot_prefix_queue_wait must be >= 0, got -1ns"}},
+		{"slots", func(c *Config) { c.Overlay.Slots = 1000 }, []string{"overlay.slots must be a power of two in [1, 16777216], got 1000"}},
+		{"points", func(c *Config) { c.Overlay.MaxPoints = 0 }, []string{"overlay.max_points must be in [1, 64], got 0"}},
+		{"every problem at once", func(c *Config) {
+			c.PrefixBlocks = -2
+			c.Cost.AttentionPerPairNS = -1
+			c.Overlay.Stride = 0
+		}, []string{"prefix_blocks", "cost_model.attention_per_pair_ns", "overlay.stride"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tc.edit(&cfg)
+			err := cfg.Validate()
+			if err == nil {
+				t.Fatal("Validate() = nil, want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q, want it to contain %q", err, w)
+				}
+			}
+			if _, err := New(cfg); err == nil {
+				t.Error("New accepted an invalid config")
+			}
+		})
+	}
+}
+
+func TestOverlayDisabledByZeroTTL(t *testing.T) {
+	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.Overlay.TTL = 0 })
+	if OverlayOf(p) != nil {
+		t.Error("overlay present with ttl 0")
+	}
+}
+
+func TestErrorsAreDistinct(t *testing.T) {
+	if errors.Is(ErrNoCandidate, ErrAllFull) || errors.Is(ErrAllFull, ErrNoCandidate) {
+		t.Error("ErrNoCandidate and ErrAllFull must be distinct")
+	}
+}
