@@ -13,6 +13,11 @@ func TestConfigValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatalf("Validate(good) = %v", err)
 	}
+	// Ranks 2–3 of a larger deployment: 5559–5560 and 5561–5562 do not overlap.
+	upper := Config{Host: "h", BasePort: 5557, FirstRank: 2, Ranks: 2, ReplayBasePort: 5559}.WithDefaults()
+	if err := upper.Validate(); err != nil {
+		t.Fatalf("Validate(upper ranks) = %v", err)
+	}
 	for _, tc := range []struct {
 		name string
 		mod  func(*Config)
