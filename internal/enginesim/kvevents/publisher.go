@@ -43,7 +43,7 @@ type Publisher struct {
 	topic          []byte
 
 	queue   chan *batch
-	retry   time.Duration // pause between connection attempts (connect mode)
+	retry   time.Duration // reconnect interval in connect mode (libzmq's default 100 ms)
 	running atomic.Bool
 	ready   chan struct{} // closed once Run's sockets are up
 
@@ -81,7 +81,7 @@ func New(cfg Config, rank int, format Format, log *slog.Logger, reg prometheus.R
 		enabled: cfg.Enabled(),
 		topic:   []byte(cfg.Topic),
 		ready:   make(chan struct{}),
-		retry:   250 * time.Millisecond,
+		retry:   100 * time.Millisecond,
 	}
 	if !p.enabled {
 		close(p.ready)

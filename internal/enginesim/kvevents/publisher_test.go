@@ -339,7 +339,7 @@ func TestPublisherReconnects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.retry = time.Millisecond
+		p.retry = 20 * time.Millisecond
 		runPublisher(t, p)
 		waitSubscribed(t, p, "")
 		publishSteps(p, 1)

@@ -78,8 +78,8 @@ func (p *Publisher) open(ctx context.Context) (*sockets, error) {
 }
 
 // connectLoop keeps the PUB socket connected to p.endpoint: it dials
-// (retrying until it succeeds) and dials again whenever the connection is
-// lost, until ctx is done.
+// (retrying every p.retry until it succeeds) and dials again p.retry after
+// the connection is lost, until ctx is done.
 func (p *Publisher) connectLoop(ctx context.Context, pub zmq4.Socket, watch *connWatch) {
 	ep := watchEndpoint(p.endpoint)
 	for {
@@ -102,6 +102,13 @@ func (p *Publisher) connectLoop(ctx context.Context, pub zmq4.Socket, watch *con
 			return
 		case <-watch.lost:
 			p.log.Info("kv events subscriber connection lost; reconnecting", "endpoint", p.endpoint)
+		}
+		// Pause like libzmq's reconnect interval: a peer that is closing may
+		// still accept for a moment, and a connection to it would be lost.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(p.retry):
 		}
 	}
 }
