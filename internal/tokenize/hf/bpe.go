@@ -24,6 +24,50 @@ type bpe struct {
 	endSuffix     string
 	byteTokens    [256]uint32 // ids of "<0xXX>" when byteFallback
 	hasByteTokens bool
+
+	// Raw-bytes mode (byte-level models): words arrive as raw bytes rather
+	// than byte-level characters. rawVocab maps the bytes a token stands for
+	// to its id, byteIDs the id of each single byte.
+	rawBytes bool
+	rawVocab map[string]uint32
+	byteIDs  [256]uint32
+}
+
+// enableRawBytes switches a byte-level model to work on raw bytes, which
+// saves mapping every word to byte-level characters. It reports false (and
+// changes nothing) when the model cannot: every byte must have a token, and
+// no prefix, suffix or fallback may apply.
+func (m *bpe) enableRawBytes() bool {
+	if m.contPrefix != "" || m.endSuffix != "" || m.byteFallback {
+		return false
+	}
+	var ids [256]uint32
+	for b := 0; b < 256; b++ {
+		id, ok := m.vocab[byteToStr[b]]
+		if !ok {
+			return false
+		}
+		ids[b] = id
+	}
+	raw := make(map[string]uint32, len(m.vocab))
+	var buf []byte
+	for tok, id := range m.vocab {
+		buf = buf[:0]
+		ok := true
+		for _, c := range tok {
+			b, in := runeToByte[c]
+			if !in {
+				ok = false
+				break
+			}
+			buf = append(buf, b)
+		}
+		if ok && len(tok) > 0 {
+			raw[string(buf)] = id
+		}
+	}
+	m.rawBytes, m.rawVocab, m.byteIDs = true, raw, ids
+	return true
 }
 
 type bpeJSON struct {
@@ -235,6 +279,9 @@ func (m *bpe) tokenize(w string, dst []uint32, sc *bpeScratch) []uint32 {
 	if w == "" {
 		return dst
 	}
+	if m.rawBytes {
+		return m.tokenizeRaw(w, dst, sc)
+	}
 	if m.ignoreMerges {
 		if id, ok := m.vocab[w]; ok {
 			return append(dst, id)
@@ -295,6 +342,31 @@ func (m *bpe) tokenize(w string, dst []uint32, sc *bpeScratch) []uint32 {
 	if unkLen >= 0 {
 		add(m.unkID, unkLen)
 	}
+	sc.syms = syms
+	if len(syms) > 1 && len(m.merges) > 0 {
+		m.mergeAll(sc)
+		syms = sc.syms
+	}
+	for _, s := range syms {
+		if s.len != 0 {
+			dst = append(dst, s.id)
+		}
+	}
+	return dst
+}
+
+// tokenizeRaw is tokenize in raw-bytes mode: one initial symbol per byte.
+func (m *bpe) tokenizeRaw(w string, dst []uint32, sc *bpeScratch) []uint32 {
+	if m.ignoreMerges || len(w) == 1 {
+		if id, ok := m.rawVocab[w]; ok {
+			return append(dst, id)
+		}
+	}
+	syms := sc.syms[:0]
+	for i := 0; i < len(w); i++ {
+		syms = append(syms, symbol{id: m.byteIDs[w[i]], prev: int32(i) - 1, next: int32(i) + 1, len: 1})
+	}
+	syms[len(syms)-1].next = -1
 	sc.syms = syms
 	if len(syms) > 1 && len(m.merges) > 0 {
 		m.mergeAll(sc)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // preTokenizer cuts normalized text into words; the model then encodes each
@@ -55,11 +56,32 @@ type span struct {
 	match      bool
 }
 
+// matchBufs recycles the match slices of splitPre.split.
+var matchBufs = sync.Pool{New: func() any { b := make([][2]int, 0, 64); return &b }}
+
 func (p *splitPre) split(w string, dst []string) []string {
 	if w == "" {
 		return dst
 	}
-	ms := p.pat.findAll(w, make([][2]int, 0, 8))
+	bp := matchBufs.Get().(*[][2]int)
+	defer matchBufs.Put(bp)
+	ms := p.pat.findAll(w, (*bp)[:0])
+	*bp = ms[:0]
+	if p.behavior == splitIsolated {
+		// Every match and every gap between matches is a word.
+		prev := 0
+		for _, m := range ms {
+			if prev < m[0] {
+				dst = append(dst, w[prev:m[0]])
+			}
+			dst = append(dst, w[m[0]:m[1]])
+			prev = m[1]
+		}
+		if prev < len(w) {
+			dst = append(dst, w[prev:])
+		}
+		return dst
+	}
 	// Cover the whole word with alternating non-match / match spans.
 	spans := make([]span, 0, 2*len(ms)+1)
 	prev := 0
@@ -141,6 +163,10 @@ const gpt2Pattern = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]
 type byteLevelPre struct {
 	addPrefixSpace bool
 	re             *splitPre // nil unless use_regex
+	// raw skips the byte-to-character mapping: set when this is the last
+	// pre-tokenizer and the model works on raw bytes instead (see
+	// bpe.enableRawBytes), which gives the same ids.
+	raw bool
 }
 
 func (b *byteLevelPre) split(w string, dst []string) []string {
@@ -156,10 +182,26 @@ func (b *byteLevelPre) split(w string, dst []string) []string {
 	} else {
 		dst = append(dst, w)
 	}
-	for i := start; i < len(dst); i++ {
-		dst[i] = byteLevelEncode(dst[i])
+	if !b.raw {
+		for i := start; i < len(dst); i++ {
+			dst[i] = byteLevelEncode(dst[i])
+		}
 	}
 	return dst
+}
+
+// finalByteLevel returns the ByteLevel pre-tokenizer that runs last in p, or
+// nil.
+func finalByteLevel(p preTokenizer) *byteLevelPre {
+	switch v := p.(type) {
+	case *byteLevelPre:
+		return v
+	case preSequence:
+		if len(v) > 0 {
+			return finalByteLevel(v[len(v)-1])
+		}
+	}
+	return nil
 }
 
 // metaspacePre replaces spaces with a marker (usually "▁"), may prepend it,

@@ -155,6 +155,9 @@ func New(tokenizerJSON []byte, cfg Config) (*Tokenizer, error) {
 	if t.dec, err = parseDecoder(f.Decoder); err != nil {
 		return nil, err
 	}
+	if bl := finalByteLevel(t.pre); bl != nil && t.model.enableRawBytes() {
+		bl.raw = true
+	}
 	if err := t.setAddedTokens(f.AddedTokens); err != nil {
 		return nil, err
 	}
