@@ -12,8 +12,12 @@
 //   - proxy.go, inflight.go: the data-path reverse proxy and its exact counts.
 //   - scrape.go: the metrics scrape loop and the load report.
 //   - approx.go, prompt.go: the approximate block set from data-path prompts.
-//   - events.go, summary.go: KV events to block set to summary builder.
-//   - admin.go: /metrics, /healthz, /v1/gossip/*, /v1/summary.
-//   - sidecar.go, wire.go: New and Run, which compose everything under one
-//     errgroup and shut down in order (leave the gossip, then drain).
+//   - exact.go, exact_zmq.go: KV events (zmqsub) into the exact block set
+//     (blockset) and its change feed.
+//   - events.go, summary.go: the state machine choosing the summary's source
+//     (exact or approximate) and the feed into the summary builder.
+//   - admin.go: /metrics, /healthz, /v1/gossip/*, /v1/summary, /v1/load.
+//   - sidecar.go, state.go, wire.go: New and Run, which compose everything
+//     under one errgroup and shut down in order (leave the gossip, then
+//     drain); the control loop; the gossip node adapter.
 package sidecar

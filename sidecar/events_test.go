@@ -173,14 +173,15 @@ func TestControllerLiveEvents(t *testing.T) {
 	}
 	// Changes after the switch flow as deltas.
 	epoch, _ := r.feed.Version()
-	r.exact.store(MediumGPU, 12)
-	deltas, newEpoch := r.feed.Flush()
-	if !newEpoch {
+	if _, newEpoch := r.feed.Flush(); !newEpoch {
 		t.Errorf("first Flush after a reset: newEpoch false, want true")
 	}
-	deltas, newEpoch = r.feed.Flush()
-	if newEpoch || len(deltas) != 0 {
-		t.Errorf("second Flush: %d deltas, newEpoch %v", len(deltas), newEpoch)
+	r.exact.store(MediumGPU, 12)
+	if deltas, newEpoch := r.feed.Flush(); newEpoch || len(deltas) != 1 {
+		t.Errorf("Flush after one addition: %d deltas, newEpoch %v; want 1 delta", len(deltas), newEpoch)
+	}
+	if deltas, newEpoch := r.feed.Flush(); newEpoch || len(deltas) != 0 {
+		t.Errorf("idle Flush: %d deltas, newEpoch %v; want none", len(deltas), newEpoch)
 	}
 	if e, _ := r.feed.Version(); e != epoch {
 		t.Errorf("epoch moved from %d to %d without a rebuild", epoch, e)

@@ -244,7 +244,7 @@ func TestAdminEndpoints(t *testing.T) {
 	if !load.Readable || load.Engine.Running != 3 || load.Engine.NumGPUBlocks != 800 {
 		t.Errorf("load %+v, want the engine's page", load)
 	}
-	code, body = get("/metrics")
+	_, body = get("/metrics")
 	for _, name := range []string{
 		"inferrail_sidecar_scrapes_total", "inferrail_sidecar_event_batches_total", "inferrail_sidecar_event_gaps_total",
 		"inferrail_sidecar_event_replays_total", "inferrail_sidecar_blocks_held", "inferrail_sidecar_summary_bytes",

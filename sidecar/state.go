@@ -1,0 +1,174 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/sidecar/engine"
+)
+
+// This file holds the sidecar's running state: what it learned about its
+// engine (model, kind, block size, load), the control loop that acts on it,
+// and the accessors the admin server reads.
+
+func (s *Sidecar) setModel(m string) {
+	if s.model.CompareAndSwap(nil, &m) {
+		close(s.modelKnown)
+	}
+}
+
+func (s *Sidecar) currentModel() string {
+	if p := s.model.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// waitModel returns the served model name once known.
+func (s *Sidecar) waitModel(ctx context.Context) (string, error) {
+	select {
+	case <-s.modelKnown:
+		return s.currentModel(), nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func (s *Sidecar) onScrape(l engine.Load, err error) {
+	if err == nil && l.BlockSize > 0 {
+		s.blockSize.Store(int64(l.BlockSize))
+	}
+	o := &scrapeOutcome{load: l, err: err, at: time.Now()}
+	s.lastLoad.Store(o)
+	if err == nil {
+		s.lastGood.Store(o)
+	}
+}
+
+// Load returns the current load report. While the engine's page is
+// unreadable, Engine and ScrapedAt hold the last readable scrape (if any).
+func (s *Sidecar) Load() LoadReport {
+	r := LoadReport{DataPath: s.proxy.counts.Counts()}
+	if g := s.lastGood.Load(); g != nil {
+		r.Engine, r.ScrapedAt = g.load, g.at
+	}
+	o := s.lastLoad.Load()
+	switch {
+	case o == nil:
+		r.Err = "no scrape yet"
+	case o.err != nil:
+		r.Err = o.err.Error()
+	default:
+		r.Readable = true
+	}
+	return r
+}
+
+// Summary describes the current summary.
+func (s *Sidecar) Summary() SummaryInfo { return s.feed.info() }
+
+// control runs the state machine and publishes the load every scrape
+// interval.
+func (s *Sidecar) control(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.Scrape.Interval)
+	defer t.Stop()
+	var seen *scrapeOutcome
+	summaryGauges := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if o := s.lastLoad.Load(); o != seen && o != nil {
+			seen = o
+			if o.err == nil {
+				s.ctl.engineSample(o.load)
+			}
+		}
+		s.ctl.tick()
+		if s.gossip != nil {
+			s.gossip.SetLoad(s.Load())
+			if mu, ok := s.gossip.(metaUpdater); ok {
+				var kind string
+				if g := s.lastGood.Load(); g != nil {
+					kind = string(g.load.Kind)
+				}
+				mu.updateMeta(s.currentModel(), kind, int(s.blockSize.Load()), s.dataAddr, s.adminAddr)
+			}
+		}
+		if summaryGauges++; summaryGauges%10 == 0 {
+			s.feed.info() // refreshes the summary gauges about once a second
+		}
+	}
+}
+
+// resolveModel asks the engine for its served model name until it answers.
+func (s *Sidecar) resolveModel(ctx context.Context) error {
+	client := &http.Client{Transport: s.transport, Timeout: 5 * time.Second}
+	backoff := 250 * time.Millisecond
+	for {
+		name, err := fetchModel(ctx, client, s.engineURL)
+		if err == nil {
+			s.setModel(name)
+			s.log.Info("served model learned from the engine", "model", name)
+			return nil
+		}
+		s.log.Debug("engine model not known yet", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (s *Sidecar) healthy() error {
+	if s.draining.Load() {
+		return errors.New("draining")
+	}
+	return nil
+}
+
+// blocks returns the active block set for /debug/blocks.
+func (s *Sidecar) blocks() (string, map[string][]kvblock.Hash) {
+	if s.ctl == nil || s.exact == nil || s.ctlMode() != modeLive {
+		var hs []kvblock.Hash
+		s.approx.withBlocks(func(b []kvblock.Hash) { hs = b })
+		return sourceApprox, map[string][]kvblock.Hash{MediumGPU: hs}
+	}
+	return sourceExact, s.exact.Snapshot()
+}
+
+// engineKind returns the engine kind detected by the last readable scrape.
+func (s *Sidecar) engineKind() engine.Kind {
+	if g := s.lastGood.Load(); g != nil {
+		return g.load.Kind
+	}
+	return ""
+}
+
+func (s *Sidecar) ctlMode() string { return s.ctl.modeName() }
+
+// hostPortFor returns the advertised host:port for a listen address.
+func hostPortFor(advertise, listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if advertise != "" {
+		if h, _, err := net.SplitHostPort(advertise); err == nil {
+			advertise = h
+		}
+		host = advertise
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
