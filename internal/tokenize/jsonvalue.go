@@ -3,6 +3,7 @@ package tokenize
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/json/jsontext"
 	"errors"
 	"fmt"
 	"io"
@@ -22,79 +23,77 @@ const maxJSONDepth = 512
 // written with a fraction or an exponent become floats, as in Python, so
 // tojson prints them back the way Jinja2 does.
 func decodeJSON(data []byte) (jinja.Value, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
+	dec := jsontext.NewDecoder(bytes.NewReader(data),
+		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	v, err := decodeValue(dec, 0)
 	if err != nil {
 		return jinja.Undefined(), err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		return jinja.Undefined(), errors.New("invalid json: data after the top-level value")
 	}
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder, depth int) (jinja.Value, error) {
-	tok, err := dec.Token()
+func decodeValue(dec *jsontext.Decoder, depth int) (jinja.Value, error) {
+	tok, err := dec.ReadToken()
 	if err != nil {
 		return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
 	}
-	return decodeFrom(dec, tok, depth)
-}
-
-func decodeFrom(dec *json.Decoder, tok json.Token, depth int) (jinja.Value, error) {
-	switch t := tok.(type) {
-	case nil:
+	switch tok.Kind() {
+	case 'n':
 		return jinja.None(), nil
-	case bool:
-		return jinja.NewBool(t), nil
-	case string:
-		return jinja.NewString(t), nil
-	case json.Number:
-		return numberValue(string(t)), nil
-	case json.Delim:
+	case 'f':
+		return jinja.NewBool(false), nil
+	case 't':
+		return jinja.NewBool(true), nil
+	case '"':
+		return jinja.NewString(tok.String()), nil
+	case '0':
+		return numberValue(tok.String()), nil
+	case '[', '{':
 		if depth >= maxJSONDepth {
 			return jinja.Undefined(), fmt.Errorf("invalid json: nested deeper than %d", maxJSONDepth)
 		}
-		switch t {
-		case '[':
-			items := []jinja.Value{}
-			for dec.More() {
-				v, err := decodeValue(dec, depth+1)
-				if err != nil {
-					return jinja.Undefined(), err
-				}
-				items = append(items, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
-			}
-			return jinja.NewList(items), nil
-		case '{':
-			d := jinja.NewDict()
-			dict := d.AsDict()
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
-				}
-				key, ok := kt.(string)
-				if !ok {
-					return jinja.Undefined(), errors.New("invalid json: object key is not a string")
-				}
-				v, err := decodeValue(dec, depth+1)
-				if err != nil {
-					return jinja.Undefined(), err
-				}
-				dict.Set(key, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
-			}
-			return d, nil
-		}
 	}
-	return jinja.Undefined(), fmt.Errorf("invalid json: unexpected token %v", tok)
+	if tok.Kind() == '[' {
+		items := []jinja.Value{}
+		for dec.PeekKind() != ']' {
+			v, err := decodeValue(dec, depth+1)
+			if err != nil {
+				return jinja.Undefined(), err
+			}
+			items = append(items, v)
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
+		}
+		return jinja.NewList(items), nil
+	}
+	if tok.Kind() != '{' {
+		return jinja.Undefined(), fmt.Errorf("invalid json: unexpected %v", tok.Kind())
+	}
+	d := jinja.NewDict()
+	dict := d.AsDict()
+	for dec.PeekKind() != '}' {
+		kt, err := dec.ReadToken()
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
+		}
+		if kt.Kind() != '"' {
+			return jinja.Undefined(), errors.New("invalid json: object key is not a string")
+		}
+		key := kt.String()
+		v, err := decodeValue(dec, depth+1)
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		dict.Set(key, v)
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
+	}
+	return d, nil
 }
 
 // numberValue converts a JSON number literal the way Python's json module
