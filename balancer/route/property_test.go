@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
-
 )
 
 // randomWorld returns a random candidate set and request: random health,

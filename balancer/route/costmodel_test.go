@@ -1,0 +1,242 @@
+package route
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// refIdleTTFT is internal/enginesim LatencyModel.IdleTTFT written out step
+// by step (the balancer must not import the simulator): the closed form the
+// cost model must match on an idle replica.
+func refIdleTTFT(c CostConfig, prompt, cached int) time.Duration {
+	cached = max(0, min(cached, prompt-1))
+	t := c.RequestOverhead
+	for done := cached; done < prompt; {
+		n := min(c.StepTokenBudget, prompt-done)
+		lin := max(float64(c.WeightFloor), float64(n)/c.LinearTokPerSec*1e9)
+		att := c.AttentionPerPairNS * float64(n) * (float64(done) + float64(n)/2)
+		t += time.Duration(math.Round(float64(c.StepOverhead) + lin + att))
+		done += n
+	}
+	return t
+}
+
+func TestCostModelMatchesIdleClosedForm(t *testing.T) {
+	c := DefaultCostConfig()
+	for _, tc := range []struct {
+		name           string
+		prompt, cached int
+		paper          time.Duration // perf-model.md §0, without T_req
+	}{
+		{"256 cold", 256, 0, 7 * time.Millisecond},
+		{"2k cold", 2048, 0, 47 * time.Millisecond},
+		{"8k cold", 8192, 0, 219 * time.Millisecond},
+		{"32k cold", 32768, 0, 1404 * time.Millisecond}, // "1.40 s"
+		{"32k with 28k cached", 32768, 28672, 253 * time.Millisecond},
+		{"8k with 6k cached", 8192, 6144, 64 * time.Millisecond},
+		{"fully cached still computes a token", 4096, 4096, 0},
+		{"odd sizes", 12345, 1600, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := refIdleTTFT(c, tc.prompt, tc.cached)
+			got := c.IdleTTFT(tc.prompt, tc.cached)
+			if d := got - want; d < -time.Microsecond || d > time.Microsecond {
+				t.Errorf("IdleTTFT(%d, %d) = %v, want %v", tc.prompt, tc.cached, got, want)
+			}
+			if tc.paper > 0 {
+				if d := got - c.RequestOverhead - tc.paper; d < -time.Millisecond || d > time.Millisecond {
+					t.Errorf("IdleTTFT - T_req = %v, perf-model.md says %v", got-c.RequestOverhead, tc.paper)
+				}
+			}
+			// Pick on one idle replica holding the cached blocks reports
+			// the same estimate.
+			blocks := tc.prompt / 16
+			hs := prompt(1, 1, blocks, blocks)
+			cs := cands(1)
+			cs[0].Prefix = fakeIndex{}.add(hs[:tc.cached/16])
+			r := req(hs)
+			r.PromptTokens = tc.prompt
+			_, d := mustPick(t, newPolicy(t, PolicyCostModel, nil), r, cs)
+			wantCached := min(tc.cached/16, (tc.prompt-1)/16) * 16
+			if d.CachedTokens != wantCached {
+				t.Errorf("CachedTokens = %d, want %d", d.CachedTokens, wantCached)
+			}
+			if ref := refIdleTTFT(c, tc.prompt, wantCached); absDur(d.EstimatedTTFT-ref) > time.Microsecond {
+				t.Errorf("EstimatedTTFT = %v, want %v", d.EstimatedTTFT, ref)
+			}
+		})
+	}
+}
+
+func absDur(d time.Duration) time.Duration { return max(d, -d) }
+
+// fleet4 returns four fresh, equally loaded replicas; replica 2 holds the
+// first warm blocks of hs.
+func fleet4(hs []kvblock.Hash, warm int) []Candidate {
+	cs := cands(4)
+	for i := range cs {
+		cs[i].Load.Running = 4
+	}
+	cs[2].Prefix = fakeIndex{}.add(hs[:warm])
+	return cs
+}
+
+func TestCostModelChoices(t *testing.T) {
+	hs := prompt(3, 3, 100, 128) // a 2k-token prompt, 100 blocks shared
+	for _, tc := range []struct {
+		name       string
+		edit       func(cs []Candidate)
+		cfg        func(*Config)
+		want       int // -1: anything but the warm replica 2
+		wantReason Reason
+	}{
+		{name: "warm wins at equal load", want: 2, wantReason: ReasonLowestTTFT},
+		{
+			name: "long queue on the warm replica",
+			edit: func(cs []Candidate) {
+				cs[2].Load.Waiting, cs[2].Load.WaitingPrefillTokens, cs[2].Load.HasWaitingPrefillTokens = 5, 50000, true
+			},
+			want:       -1,
+			wantReason: ReasonLowestTTFT,
+		},
+		{
+			name:       "queue counted from waiting requests when tokens unknown",
+			edit:       func(cs []Candidate) { cs[2].Load.Waiting = 20 },
+			want:       -1,
+			wantReason: ReasonLowestTTFT,
+		},
+		{
+			name: "bounded load spills the warm replica",
+			edit: func(cs []Candidate) {
+				cs[2].Own.InFlight.Store(30) // decoding, cheap in TTFT but above the bound
+			},
+			want:       -1,
+			wantReason: ReasonLoadSpill,
+		},
+		{
+			name: "stale queue report is ignored",
+			edit: func(cs []Candidate) {
+				cs[2].Load.WaitingPrefillTokens, cs[2].Load.HasWaitingPrefillTokens, cs[2].Load.Stale = 50000, true, true
+			},
+			want:       2,
+			wantReason: ReasonLowestTTFT,
+		},
+		{
+			name: "old queue report is ignored",
+			edit: func(cs []Candidate) {
+				cs[2].Load.WaitingPrefillTokens, cs[2].Load.HasWaitingPrefillTokens = 50000, true
+				cs[2].Load.At = t0.Add(-3 * time.Second)
+			},
+			want:       2,
+			wantReason: ReasonLowestTTFT,
+		},
+		{
+			name: "own pending prefill counts when the report is stale",
+			edit: func(cs []Candidate) {
+				cs[2].Load.Stale = true
+				cs[2].Own.Start(60000)
+			},
+			want:       -1,
+			wantReason: ReasonLowestTTFT,
+		},
+		{
+			name: "stale summary is not trusted",
+			edit: func(cs []Candidate) {
+				cs[2].SummaryStale = true
+				cs[2].Own.InFlight.Store(5) // worse than the others when cold
+			},
+			cfg:        func(c *Config) { c.PrefixBlocks = 1 },
+			want:       -1,
+			wantReason: ReasonLowestTTFT,
+		},
+		{
+			name:       "other block size gets no prediction",
+			edit:       func(cs []Candidate) { cs[2].BlockSize = 32; cs[2].Own.InFlight.Store(5) },
+			want:       -1,
+			wantReason: ReasonLowestTTFT,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs := fleet4(hs, 100)
+			if tc.edit != nil {
+				tc.edit(cs)
+			}
+			got, d := mustPick(t, newPolicy(t, PolicyCostModel, tc.cfg), req(hs), cs)
+			if tc.want >= 0 && got != tc.want || tc.want < 0 && got == 2 || d.Reason != tc.wantReason {
+				t.Errorf("pick %d (%q), want %d (%q); decision %+v", got, d.Reason, tc.want, tc.wantReason, d)
+			}
+		})
+	}
+}
+
+// Many decoding requests slow a replica's prefill steps (decode
+// interference): of two cold replicas the one with fewer decodes wins.
+func TestCostModelDecodeInterference(t *testing.T) {
+	cs := cands(2)
+	cs[0].Load.Running = 200
+	p := newPolicy(t, PolicyCostModel, nil)
+	got, d := mustPick(t, p, req(prompt(1, 1, 0, 128)), cs)
+	if got != 1 {
+		t.Fatalf("picked %d, want the replica without decodes", got)
+	}
+	e := newEstimator(DefaultCostConfig())
+	busy, _ := e.ttft(0, 200, 2047, 0)
+	if float64(d.EstimatedTTFT) >= busy {
+		t.Errorf("idle estimate %v not below busy estimate %v", d.EstimatedTTFT, time.Duration(busy))
+	}
+}
+
+// The estimate grows with queued tokens and running decodes, and falls with
+// cached tokens (property over random inputs).
+func TestEstimatorMonotone(t *testing.T) {
+	e := newEstimator(DefaultCostConfig())
+	for q := 0.0; q < 100000; q += 7919 {
+		for r := 0; r < 600; r += 97 {
+			for c := 0; c < 30000; c += 4001 {
+				base, _ := e.ttft(q, r, 32768-c, c)
+				if more, _ := e.ttft(q+1000, r, 32768-c, c); more < base {
+					t.Fatalf("more queue made it faster at q=%v r=%d c=%d", q, r, c)
+				}
+				if more, _ := e.ttft(q, r+10, 32768-c, c); more < base {
+					t.Fatalf("more decodes made it faster at q=%v r=%d c=%d", q, r, c)
+				}
+				if warmer, _ := e.ttft(q, r, 32768-c-1000, c+1000); warmer > base {
+					t.Fatalf("more cache made it slower at q=%v r=%d c=%d", q, r, c)
+				}
+			}
+		}
+	}
+}
+
+// A prefix whose warm replica queues for longer than HotPrefixQueueWait is
+// replicated to the next best replica (at a bounded cost), which the overlay
+// then shows as warm.
+func TestCostModelReplicatesHotPrefix(t *testing.T) {
+	hs := prompt(9, 9, 2000, 2048) // 32k tokens, 32k shared
+	setup := func() []Candidate {
+		cs := cands(4)
+		cs[2].Prefix = fakeIndex{}.add(hs[:2000])
+		cs[2].Load.Waiting, cs[2].Load.WaitingPrefillTokens, cs[2].Load.HasWaitingPrefillTokens = 6, 45000, true
+		return cs
+	}
+	cs := setup()
+	got, d := mustPick(t, newPolicy(t, PolicyCostModel, func(c *Config) { c.Cost.HotPrefixQueueWait = 0 }), req(hs), cs)
+	if got != 2 || d.Reason != ReasonLowestTTFT {
+		t.Fatalf("without replication: pick %d %q, want the warm replica 2", got, d.Reason)
+	}
+	cs = setup()
+	p := newPolicy(t, PolicyCostModel, nil)
+	got, d = mustPick(t, p, req(hs), cs)
+	if got == 2 || d.Reason != ReasonHotPrefix {
+		t.Fatalf("with replication: pick %d %q, want another replica, %q", got, d.Reason, ReasonHotPrefix)
+	}
+	cs[got].Own.Start(d.UncachedTokens)
+	cs[got].Own.FirstByte(d.UncachedTokens)
+	_, d2 := mustPick(t, p, req(hs), cs)
+	if d2.Cached[got] == 0 {
+		t.Errorf("after replication the overlay predicts nothing on the new home %d: %v", got, d2.Cached)
+	}
+}

@@ -1,0 +1,126 @@
+package route
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// A burst of requests sharing a new 6,000-token prefix, faster than any
+// summary update, lands on one replica with the overlay and scatters
+// without it. (Requests that arrive while the first is still prefilling the
+// prefix may go elsewhere: waiting behind that prefill costs about as much
+// as computing it again, and the cost model counts both.)
+func TestOverlayMakesABurstColocate(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		policy   string
+		ttl      time.Duration
+		together bool
+	}{
+		{"cost_model with overlay", PolicyCostModel, 10 * time.Second, true},
+		{"cost_model without overlay", PolicyCostModel, 0, false},
+		{"kv_aware with overlay", PolicyKVAware, 10 * time.Second, true},
+		{"kv_aware without overlay", PolicyKVAware, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPolicy(t, tc.policy, func(c *Config) { c.Overlay.TTL = tc.ttl })
+			cs := cands(8) // fresh, empty summaries: the prefix is new
+			s := NewScratch(len(cs))
+			seen := map[int]int{}
+			for u := range uint32(6) {
+				r := req(prompt(77, u, 375, 390))
+				r.Now = t0.Add(time.Duration(u) * time.Millisecond)
+				i, d, err := p.Pick(r, cs, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The lease the balancer takes; the prefill finishes before
+				// the next request, but the summary has not caught up.
+				cs[i].Own.Start(d.UncachedTokens)
+				cs[i].Own.FirstByte(d.UncachedTokens)
+				seen[i]++
+			}
+			if got := len(seen) == 1; got != tc.together {
+				t.Errorf("burst placement %v: together = %v, want %v", seen, got, tc.together)
+			}
+		})
+	}
+}
+
+func TestOverlayLongestPrefix(t *testing.T) {
+	cfg := DefaultConfig().Overlay
+	long := prompt(5, 1, 300, 400) // 400 blocks: stride 16 (400/8 > 32)
+	o := NewOverlay(cfg, 8)
+	o.Record(long, "a", t0)
+	for _, tc := range []struct {
+		name string
+		q    []kvblock.Hash
+		id   string
+		at   time.Duration
+		want int
+	}{
+		{"same prompt", long, "a", 0, 400},
+		{"other replica", long, "b", 0, 0},
+		{"expired", long, "a", cfg.TTL, 0},
+		{"just alive", long, "a", cfg.TTL - time.Nanosecond, 400},
+		{"shared 300 blocks, longer prompt: a grid point", prompt(5, 2, 300, 500), "a", 0, 288},
+		{"shared 300 blocks, shorter prompt: finer grid, nested", prompt(5, 3, 300, 310), "a", 0, 288},
+		{"shared prefix blocks only", prompt(5, 4, 9, 40), "a", 0, 8},
+		{"nothing shared", prompt(6, 1, 300, 400), "a", 0, 0},
+		{"empty", nil, "a", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := o.LongestPrefix(tc.q, tc.id, t0.Add(tc.at)); got != tc.want {
+				t.Errorf("LongestPrefix = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// Prefix lengths remembered never exceed what was really shared (the
+// overlay may undercount, never overcount), over random prompts.
+func TestOverlayNeverOvercounts(t *testing.T) {
+	cfg := DefaultConfig().Overlay
+	cfg.Slots = 1 << 10 // collisions on purpose
+	o := NewOverlay(cfg, 8)
+	for g := range uint32(200) {
+		o.Record(prompt(g%13, g, int(g%97), int(g%97)+int(g%31)), fmt.Sprint("r", g%5), t0)
+	}
+	for g := range uint32(300) {
+		shared := int(g % 97)
+		q := prompt(g%13, g+1000, shared, shared+40)
+		for r := range 5 {
+			got := o.LongestPrefix(q, fmt.Sprint("r", r), t0)
+			// Anything recorded for group g%13 shares at most 96 blocks.
+			if got > 96 || got > len(q) {
+				t.Fatalf("group %d: %d blocks remembered, more than could be shared", g%13, got)
+			}
+		}
+	}
+}
+
+// Concurrent records and lookups are race-free (run with -race) and a
+// lookup never returns a torn entry.
+func TestOverlayConcurrent(t *testing.T) {
+	cfg := DefaultConfig().Overlay
+	cfg.Slots = 64
+	o := NewOverlay(cfg, 8)
+	hs := prompt(1, 1, 64, 64)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				o.Record(hs[:1+(i+w)%64], "r", t0)
+				if got := o.LongestPrefix(hs, "r", t0); got > 64 {
+					t.Errorf("torn read: %d blocks", got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
