@@ -79,5 +79,5 @@ func runSim(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if cfg.Faults, err = enginesim.ParseFaults(*faults); err != nil {
 		return fmt.Errorf("--faults: %w", err)
 	}
-	return enginesim.Run(ctx, cfg, log, nil)
+	return enginesim.Run(ctx, cfg, log)
 }

@@ -53,6 +53,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Version is reported by GET /version (default DefaultVersion).
 	Version string
+	// OnListening, if set, is called with the bound address (host:port) once
+	// Run's port is open; useful with Port 0. Not a flag.
+	OnListening func(addr string)
 }
 
 // DefaultVersion is the vLLM version the simulator reports on GET /version.

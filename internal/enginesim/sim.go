@@ -18,9 +18,9 @@ import (
 // r), one KV-event publisher per rank when KVEventsConfig enables events,
 // and the HTTP front end (HTTP/1.1 and h2c on one port). When ctx ends the
 // front end stops accepting, lets in-flight requests finish (up to
-// ShutdownTimeout), then the engines and publishers stop. onListening, if
-// not nil, is called with the bound address once the port is open.
-func Run(ctx context.Context, cfg Config, log *slog.Logger, onListening func(addr string)) error {
+// ShutdownTimeout), then the engines and publishers stop. cfg.OnListening,
+// if set, is called with the bound address once the port is open.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("sim config: %w", err)
 	}
@@ -102,8 +102,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, onListening func(add
 	}
 	log.Info("simulator listening", "addr", fe.Addr(), "model", cfg.modelName(), "data_parallel_size", cfg.DataParallelSize,
 		"zero_latency", cfg.Engine.ZeroLatency, "kv_events", events)
-	if onListening != nil {
-		onListening(fe.Addr())
+	if cfg.OnListening != nil {
+		cfg.OnListening(fe.Addr())
 	}
 	g.Go(func() error {
 		defer stopBackground()

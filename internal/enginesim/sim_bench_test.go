@@ -25,7 +25,8 @@ func BenchmarkStreamingLoopback(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			addrc := make(chan string, 1)
 			errc := make(chan error, 1)
-			go func() { errc <- Run(ctx, cfg, nil, func(a string) { addrc <- a }) }()
+			cfg.OnListening = func(a string) { addrc <- a }
+			go func() { errc <- Run(ctx, cfg, nil) }()
 			url := "http://" + <-addrc + "/v1/chat/completions"
 			tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 			c := &http.Client{Transport: tr}

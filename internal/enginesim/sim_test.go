@@ -24,7 +24,8 @@ func runSim(t *testing.T, cfg Config) (string, *frontEnd) {
 	ctx, cancel := context.WithCancel(context.Background())
 	addrc := make(chan string, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- Run(ctx, cfg, nil, func(a string) { addrc <- a }) }()
+	cfg.OnListening = func(a string) { addrc <- a }
+	go func() { errc <- Run(ctx, cfg, nil) }()
 	var addr string
 	select {
 	case addr = <-addrc:
