@@ -113,13 +113,27 @@ func (c *controller) resetExact(reason string) {
 	})
 }
 
+// defaultCapacity sizes summaries and the approximate set when the engine's
+// page does not report its capacity (and summary.capacity is unset): about
+// one H100's worth of 16-token blocks for an 8B model.
+const defaultCapacity = 32768
+
 // engineSample takes a readable scrape's capacity into account.
 func (c *controller) engineSample(l engine.Load) {
-	if l.NumGPUBlocks <= 0 || l.NumGPUBlocks == c.capacity {
+	n := l.NumGPUBlocks
+	if n <= 0 {
+		if c.capacity != 0 {
+			return
+		}
+		n = defaultCapacity
+		c.log.Warn("the engine's metrics page does not report its KV capacity: sizing for the default; set summary.capacity",
+			"blocks", n)
+	}
+	if n == c.capacity {
 		return
 	}
 	first := c.capacity == 0
-	c.capacity = l.NumGPUBlocks
+	c.capacity = n
 	c.approx.setCapacity(c.capacity)
 	if first {
 		c.log.Info("engine capacity known", "blocks", c.capacity, "block_size", l.BlockSize)

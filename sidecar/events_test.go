@@ -216,3 +216,15 @@ func TestMediumOf(t *testing.T) {
 		}
 	}
 }
+
+func TestControllerCapacityUnreported(t *testing.T) {
+	r := newControllerRig(t, false, 0)
+	r.ctl.engineSample(engine.Load{Running: 1}) // a readable page without cache_config_info
+	if in := r.feed.info(); !in.Built || in.Capacity != defaultCapacity {
+		t.Errorf("summary %+v, want one built for the default capacity %d", in, defaultCapacity)
+	}
+	r.ctl.engineSample(engine.Load{NumGPUBlocks: 1000}) // reported later
+	if in := r.feed.info(); in.Capacity != 1000 {
+		t.Errorf("capacity %d after the engine reported 1000", in.Capacity)
+	}
+}
