@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -242,9 +243,17 @@ func (fs *faultSet) apply(w http.ResponseWriter, r *http.Request) bool {
 		}
 		panic(http.ErrAbortHandler) // HTTP/2: reset the stream
 	case FaultHang:
+		// Read the body first: only then does net/http watch the connection
+		// and cancel the request when the client goes away.
+		_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, fs.fe.cfg.MaxBodyBytes))
 		<-r.Context().Done()
 		return false
 	case FaultDelay:
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, fs.fe.cfg.MaxBodyBytes))
+		if err != nil {
+			return false
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		t := time.NewTimer(f.Delay)
 		defer t.Stop()
 		select {

@@ -238,7 +238,9 @@ func (s *frontEnd) serve(ctx context.Context) error {
 		ReadHeaderTimeout: 30 * time.Second,
 		ConnState:         s.trackConn,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// Requests outlive ctx: on shutdown they may finish (Shutdown waits
+		// up to ShutdownTimeout); a client that leaves still cancels its own.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.serveLoop(ctx) }()
