@@ -71,6 +71,9 @@ func (e *estimator) ttft(queued float64, running, uncached, cached int) (total, 
 	n, c := float64(uncached), float64(cached)
 	own := e.att * n * (c + n/2)
 	alone := e.treq + e.prefill(n, running) + own
+	if queued <= 0 {
+		return alone, 0
+	}
 	total = e.treq + e.prefill(queued+n, running) + own + e.att*queued*e.queuedPrompt/2
 	return total, total - alone
 }

@@ -1,0 +1,74 @@
+package route
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// fixedIndex is a constant-time PrefixIndex holding a fixed prefix of every
+// prompt, so that the benchmarks measure the policy, not the index (the
+// routebench package measures real bloom summaries).
+type fixedIndex int
+
+func (f fixedIndex) LongestPrefix(hashes []kvblock.Hash) int { return min(int(f), len(hashes)) }
+
+// benchFleet returns n fresh candidates with loads and summaries: one in
+// eight holds the first 64 of the 128 blocks of the benchmark prompt.
+func benchFleet(n int) []Candidate {
+	cs := cands(n)
+	for i := range cs {
+		cs[i].Load.Running = i % 13
+		cs[i].Load.Waiting = i % 3
+		cs[i].Own.InFlight.Store(int64(i % 5))
+		if i%8 == 3 {
+			cs[i].Prefix = fixedIndex(64)
+		} else {
+			cs[i].Prefix = fixedIndex(0)
+		}
+	}
+	return cs
+}
+
+// BenchmarkPick measures one decision per policy over 8, 64 and 256
+// candidates with a 2k-token prompt (128 block hashes). Figures are in
+// docs/benchmarks-route.md.
+func BenchmarkPick(b *testing.B) {
+	hs := prompt(1, 1, 64, 128)
+	for _, name := range Policies {
+		for _, n := range []int{8, 64, 256} {
+			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
+				p := newPolicy(b, name, nil)
+				cs := benchFleet(n)
+				s := NewScratch(n)
+				r := req(hs)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, _, err := p.Pick(r, cs, s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkOverlay measures recording and looking up a 2k-token prompt.
+func BenchmarkOverlay(b *testing.B) {
+	o := NewOverlay(DefaultConfig().Overlay, 8)
+	hs := prompt(1, 1, 64, 128)
+	b.Run("record", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			o.record(hs, 42, t0)
+		}
+	})
+	b.Run("lookup", func(b *testing.B) {
+		buf := make([]overlayHit, 0, maxOverlayPoints+2)
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = o.lookup(hs, t0, buf[:0])
+		}
+	})
+}
