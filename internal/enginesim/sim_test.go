@@ -246,3 +246,47 @@ func itoaTest(n int) string {
 	}
 	return string(b)
 }
+
+// TestGracefulShutdown: when Run's context ends, a stream in flight still
+// finishes (finish_reason "length", [DONE]) before Run returns nil.
+func TestGracefulShutdown(t *testing.T) {
+	cfg := simLoopbackConfig()
+	cfg.Engine.ZeroLatency = false
+	ctx, cancel := context.WithCancel(context.Background())
+	addrc := make(chan string, 1)
+	cfg.OnListening = func(a string) { addrc <- a }
+	errc := make(chan error, 1)
+	go func() { errc <- Run(ctx, cfg, nil) }()
+	addr := <-addrc
+	resp, err := http.Post("http://"+addr+"/v1/completions", "application/json",
+		strings.NewReader(`{"prompt":"finish me","max_tokens":30,"ignore_eos":true,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := openai.NewReader(resp.Body)
+	if _, err := rd.Next(); err != nil {
+		t.Fatalf("first event: %v", err)
+	}
+	cancel() // SIGTERM
+	var last, lastChunk string
+	for {
+		ev, err := rd.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("stream broken by shutdown: %v", err)
+		}
+		if ev.Data != openai.Done {
+			lastChunk = ev.Data
+		}
+		last = ev.Data
+	}
+	if last != openai.Done || !strings.Contains(lastChunk, `"finish_reason":"length"`) {
+		t.Errorf("stream ended with %q after %q", last, lastChunk)
+	}
+	if err := <-errc; err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
