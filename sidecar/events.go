@@ -57,7 +57,11 @@ type controller struct {
 	mode           string
 	modeV          atomic.Pointer[string] // mode, for other goroutines
 	firstTrafficAt time.Time              // first prompt seen while waiting for events
-	capacity       int
+	// traffic counts the prompts the engine accepted through the data path
+	// (whether or not they could be tokenized); nil counts the approximate
+	// set's blocks instead.
+	traffic  func() int64
+	capacity int
 }
 
 func newController(grace time.Duration, feed *summaryFeed, approx *approxSet, exact exactSource, log *slog.Logger, m *metrics) *controller {
@@ -145,6 +149,15 @@ func (c *controller) engineSample(l engine.Load) {
 	}
 }
 
+// sawTraffic reports whether the engine accepted a prompt through the data
+// path: a publishing engine would have sent a batch for it.
+func (c *controller) sawTraffic() bool {
+	if c.traffic != nil {
+		return c.traffic() > 0
+	}
+	return c.approx.Len() > 0
+}
+
 // tick advances the events state machine.
 func (c *controller) tick() {
 	if c.exact == nil {
@@ -167,7 +180,7 @@ func (c *controller) tick() {
 			c.approx.disable()
 			return
 		}
-		if c.mode == modeWaiting && c.approx.Len() > 0 {
+		if c.mode == modeWaiting && c.sawTraffic() {
 			if c.firstTrafficAt.IsZero() {
 				c.firstTrafficAt = c.now()
 			} else if c.now().Sub(c.firstTrafficAt) >= c.grace {

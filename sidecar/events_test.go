@@ -228,3 +228,24 @@ func TestControllerCapacityUnreported(t *testing.T) {
 		t.Errorf("capacity %d after the engine reported 1000", in.Capacity)
 	}
 }
+
+// TestControllerSilentWithoutTokenizer: prompts that cannot be tokenized
+// still count as traffic for the silent verdict.
+func TestControllerSilentWithoutTokenizer(t *testing.T) {
+	r := newControllerRig(t, true, 100)
+	var prompts int64
+	r.ctl.traffic = func() int64 { return prompts }
+	r.ctl.tick()
+	r.now = r.now.Add(time.Minute)
+	r.ctl.tick()
+	if got := r.ctl.modeName(); got != modeWaiting {
+		t.Fatalf("no traffic: mode %q, want waiting", got)
+	}
+	prompts = 1
+	r.ctl.tick()
+	r.now = r.now.Add(10 * time.Second)
+	r.ctl.tick()
+	if got := r.ctl.modeName(); got != modeSilent {
+		t.Fatalf("mode %q, want silent", got)
+	}
+}

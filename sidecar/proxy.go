@@ -14,6 +14,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
@@ -36,6 +37,8 @@ type proxy struct {
 	counts  inflight
 	inspect *promptInspector
 	observe promptObserver // may be nil
+	// prompts counts chat and completions requests the engine accepted (2xx).
+	prompts atomic.Int64
 }
 
 // newEngineTransport returns the pooled HTTP/1.1 transport to the engine.
@@ -57,6 +60,7 @@ func newEngineTransport(cfg ProxyConfig) *http.Transport {
 // reqState travels with one request through the reverse proxy.
 type reqState struct {
 	latch  firstByteLatch
+	prompt bool // a chat or completions request
 	hashes [][]kvblock.Hash
 }
 
@@ -99,6 +103,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer st.latch.release()
 
 	if r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/completions") {
+		st.prompt = true
 		tokens, err := p.readPrompt(r, st, r.URL.Path == "/v1/chat/completions")
 		if err != nil {
 			p.m.proxyRequests.WithLabelValues("client_error").Inc()
@@ -151,10 +156,13 @@ type readCloser struct {
 // responseStarted runs when the engine's headers arrive.
 func (p *proxy) responseStarted(resp *http.Response) error {
 	p.m.proxyRequests.WithLabelValues(strconv.Itoa(resp.StatusCode / 100 * 100)).Inc()
-	if resp.StatusCode/100 == 2 && p.observe != nil {
-		if st, ok := resp.Request.Context().Value(reqStateKey{}).(*reqState); ok && st.hashes != nil {
-			p.observe.observePrompt(st.hashes)
-		}
+	st, ok := resp.Request.Context().Value(reqStateKey{}).(*reqState)
+	if !ok || !st.prompt || resp.StatusCode/100 != 2 {
+		return nil
+	}
+	p.prompts.Add(1)
+	if p.observe != nil && st.hashes != nil {
+		p.observe.observePrompt(st.hashes)
 	}
 	return nil
 }

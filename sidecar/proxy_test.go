@@ -167,6 +167,9 @@ func TestProxyClientGoneCancelsUpstream(t *testing.T) {
 			cancel()
 			resp.Body.Close()
 			waitFor(t, cancelled, "upstream cancellation")
+			if err := waitUntil(func() bool { return p.counts.Counts() == DataPathCounts{} }); err != nil {
+				t.Errorf("counts after the client left = %+v, want zero", p.counts.Counts())
+			}
 		})
 	}
 }
@@ -218,6 +221,9 @@ func TestProxyCounts(t *testing.T) {
 	}
 	if err := waitUntil(func() bool { return p.counts.Counts() == DataPathCounts{} }); err != nil {
 		t.Errorf("after the end: %v", err)
+	}
+	if n := p.prompts.Load(); n != 1 {
+		t.Errorf("accepted prompts = %d, want 1", n)
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()

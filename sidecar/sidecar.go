@@ -97,6 +97,7 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sidecar, erro
 	}
 	s.gossip = g
 	s.ctl = newController(cfg.KVEvents.SilentGrace, s.feed, s.approx, s.exact, log, s.m)
+	s.ctl.traffic = s.proxy.prompts.Load
 	return s, nil
 }
 
@@ -146,11 +147,13 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 func (s *Sidecar) Run(ctx context.Context) error {
 	dataLn, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
+		s.closeGossip()
 		return fmt.Errorf("listen data path: %w", err)
 	}
 	adminLn, err := net.Listen("tcp", s.cfg.Admin)
 	if err != nil {
 		dataLn.Close()
+		s.closeGossip()
 		return fmt.Errorf("listen admin: %w", err)
 	}
 	return s.serve(ctx, dataLn, adminLn)
@@ -241,6 +244,13 @@ func (s *Sidecar) serve(ctx context.Context, dataLn, adminLn net.Listener) error
 	err := g.Wait()
 	s.log.Info("sidecar stopped", "err", err)
 	return err
+}
+
+// closeGossip releases the gossip node's sockets when Run cannot start.
+func (s *Sidecar) closeGossip() {
+	if c, ok := s.gossip.(interface{ shutdown() error }); ok {
+		_ = c.shutdown()
+	}
 }
 
 func serveHTTP(srv *http.Server, ln net.Listener) error {

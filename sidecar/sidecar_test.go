@@ -262,3 +262,72 @@ func TestAdminEndpoints(t *testing.T) {
 		t.Errorf("no load was published to the gossip")
 	}
 }
+
+// TestNewWithRealGossip builds the sidecar with New (real gossip node on
+// loopback, events configured) and checks the node answers on the admin
+// port and advertises what the sidecar learned about its engine.
+func TestNewWithRealGossip(t *testing.T) {
+	eng := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		switch req.URL.Path {
+		case "/metrics":
+			_, _ = io.WriteString(w, vllmPage)
+		case "/v1/models":
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model","parent":null}]}`)
+		}
+	}))
+	defer eng.Close()
+	cfg := DefaultConfig()
+	cfg.EngineURL = eng.URL
+	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Gossip.Bind, cfg.Gossip.NodeName, cfg.Gossip.Profile = "127.0.0.1:0", "unit-sidecar", "local"
+	cfg.KVEvents.Endpoint = "tcp://127.0.0.1:1" // nobody publishes there
+	s, err := New(cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataLn, _ := net.Listen("tcp", "127.0.0.1:0")
+	adminLn, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.serve(ctx, dataLn, adminLn) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	type member struct {
+		Name string `json:"name"`
+		Meta struct {
+			Models    []string `json:"models"`
+			Engine    string   `json:"engine"`
+			BlockSize int      `json:"block_size"`
+			DataAddr  string   `json:"data_addr"`
+		} `json:"meta"`
+	}
+	var last string
+	err = waitUntil(func() bool {
+		resp, err := http.Get("http://" + adminLn.Addr().String() + "/v1/gossip/members")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Members []member `json:"members"`
+		}
+		b, _ := io.ReadAll(resp.Body)
+		last = string(b)
+		if json.Unmarshal(b, &body) != nil || len(body.Members) != 1 {
+			return false
+		}
+		m := body.Members[0]
+		return m.Name == "unit-sidecar" && len(m.Meta.Models) == 1 && m.Meta.Models[0] == "m" &&
+			m.Meta.Engine == "vllm" && m.Meta.BlockSize == 4 && m.Meta.DataAddr == dataLn.Addr().String()
+	})
+	if err != nil {
+		t.Fatalf("gossip members never showed the learned metadata; last answer:\n%s", last)
+	}
+	if got := s.ctl.modeName(); got != modeWaiting {
+		t.Errorf("events mode %q, want waiting", got)
+	}
+}

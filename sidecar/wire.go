@@ -89,6 +89,7 @@ func newGossip(cfg Config, feed *summaryFeed, log *slog.Logger, reg prometheus.R
 
 func (g *gossipAdapter) Run(ctx context.Context) error { return g.n.Run(ctx) }
 func (g *gossipAdapter) Handler() http.Handler         { return g.n.Handler() }
+func (g *gossipAdapter) shutdown() error               { return g.n.Shutdown() }
 
 // SetLoad maps the report onto the gossip's load. gossip.Load has no
 // "unknown" flag: while the engine's page is unreadable the data path's exact
