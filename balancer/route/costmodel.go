@@ -54,6 +54,9 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 			best, bestT, bestR = k, t, r
 		}
 	}
+	if best < 0 { // unreachable: some candidate is always under the bound
+		best = all
+	}
 	reason := ReasonLowestTTFT
 	if best != all {
 		reason = ReasonLoadSpill

@@ -62,6 +62,9 @@ func (b *base) owner(cands []Candidate, s *Scratch, key uint64) (k int, spilled 
 			best, bestS = j, r
 		}
 	}
+	if best < 0 { // unreachable: some candidate is always under the bound
+		best = top
+	}
 	return best, best != top
 }
 

@@ -2,6 +2,8 @@ package route
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -156,4 +158,35 @@ func ExamplePrepare() {
 	i, d, err := p.Pick(&Request{Model: "llama"}, cs, NewScratch(len(cs)))
 	fmt.Println(cs[i].ID, d.Reason, err)
 	// Output: a only_candidate <nil>
+}
+
+// prefix_hash and cost_model never pick a candidate at or above its
+// bounded-load capacity, over random loads, weights and prompts.
+func TestBoundedLoadProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	for _, name := range []string{PolicyPrefixHash, PolicyCostModel} {
+		t.Run(name, func(t *testing.T) {
+			p := newPolicy(t, name, func(c *Config) { c.MinLoadBound = 0; c.Cost.HotPrefixQueueWait = 0 })
+			for range 2000 {
+				cs := cands(1 + r.IntN(12))
+				total, weights := 0.0, 0.0
+				for i := range cs {
+					cs[i].Own.InFlight.Store(int64(r.IntN(20)))
+					cs[i].Weight = []float64{1, 1, 2, 3}[r.IntN(4)]
+					cs[i].Load.Known = false
+					total += float64(cs[i].Own.InFlight.Load())
+					weights += cs[i].Weight
+				}
+				hs := prompt(r.Uint32N(5), r.Uint32(), 8, 8+r.IntN(20))
+				if r.IntN(2) == 0 {
+					cs[r.IntN(len(cs))].Prefix = fakeIndex{}.add(hs)
+				}
+				i, _ := mustPick(t, p, req(hs), cs)
+				capacity := math.Ceil(1.25 * (total + 1) * cs[i].Weight / weights)
+				if l := float64(cs[i].Own.InFlight.Load()); l >= capacity {
+					t.Fatalf("picked %d with load %v >= capacity %v (total %v)", i, l, capacity, total)
+				}
+			}
+		})
+	}
 }
