@@ -3,6 +3,7 @@ package enginesim
 import (
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -14,12 +15,13 @@ import (
 func (s *frontEnd) handleModels(w http.ResponseWriter, _ *http.Request) {
 	root := s.cfg.modelName()
 	maxLen := s.cfg.Engine.MaxModelLen
+	created := time.Now().Unix() // vLLM builds the cards per request
 	list := openai.ModelList{Object: openai.ObjectList, Data: []openai.ModelCard{}}
 	for _, name := range s.cfg.ServedModelName {
 		list.Data = append(list.Data, openai.ModelCard{
-			ID: name, Object: openai.ObjectModel, Created: s.created, OwnedBy: "vllm",
+			ID: name, Object: openai.ObjectModel, Created: created, OwnedBy: "vllm",
 			Root: &root, MaxModelLen: &maxLen,
-			Permission: []openai.ModelPermission{openai.NewModelPermission("modelperm-"+randomHex(), s.created)},
+			Permission: []openai.ModelPermission{openai.NewModelPermission("modelperm-"+randomHex(), created)},
 		})
 	}
 	writeJSON(w, http.StatusOK, list)

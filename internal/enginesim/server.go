@@ -60,7 +60,6 @@ type frontEnd struct {
 	ranks    []*rankState
 	gatherer prometheus.Gatherer
 	faults   *faultSet
-	created  int64
 	names    map[string]bool
 	routes   map[string]map[string]http.HandlerFunc
 	handler  http.Handler
@@ -84,7 +83,6 @@ func newFrontEnd(cfg Config, log *slog.Logger, tok promptTokenizer, ranks []*ran
 	}
 	s := &frontEnd{
 		cfg: cfg, log: log, tok: tok, ranks: ranks, gatherer: gatherer,
-		created:   time.Now().Unix(),
 		names:     map[string]bool{},
 		conns:     map[net.Conn]struct{}{},
 		listening: make(chan struct{}),
