@@ -258,31 +258,81 @@ func (n *Node) onAnnounce(m *Member, a announce, now time.Time) {
 	}
 }
 
+// maxEarly bounds the deltas held per sidecar while waiting for a missing
+// one. memberlist hands user messages over newest first (its queue is LIFO),
+// and UDP may reorder too, so deltas sent back to back often arrive swapped.
+const maxEarly = 64
+
 func (n *Node) onSummary(m *Member, body []byte, now time.Time) {
 	p := m.p
 	err := p.view.Apply(body)
 	switch {
 	case err == nil:
-		p.confirmedAt.Store(now.UnixNano())
-		p.behindSince = time.Time{}
-		in := p.view.Info()
-		if typ, _ := summary.Type(body); typ == summary.TypeDelta {
-			if d, err := summary.UnmarshalDelta(body); err == nil && d.Oldest > 0 {
-				oldest := time.Unix(0, d.Oldest)
-				n.m.summaryLag.Observe(now.Sub(oldest).Seconds())
-				if o := n.cfg.Observer; o != nil {
-					o.SummaryApplied(m.Name, in.Epoch, in.Seq, oldest, now)
+		n.applied(m, body, now)
+		// Apply held deltas that now follow.
+		for len(p.early) > 0 {
+			in := p.view.Info()
+			next, ok := p.early[in.Seq+1]
+			if !ok {
+				break
+			}
+			delete(p.early, in.Seq+1)
+			if p.view.Apply(next) != nil {
+				break
+			}
+			n.applied(m, next, now)
+		}
+		if in := p.view.Info(); len(p.early) > 0 {
+			for s := range p.early {
+				if s <= in.Seq {
+					delete(p.early, s)
 				}
 			}
-		} else if o := n.cfg.Observer; o != nil {
-			o.SummaryApplied(m.Name, in.Epoch, in.Seq, time.Time{}, now)
 		}
 	case errors.Is(err, summary.ErrGap):
+		typ, epoch, seq, _ := summary.Peek(body)
+		in := p.view.Info()
+		if typ == summary.TypeDelta && in.Valid && epoch == in.Epoch && seq > in.Seq+1 && seq <= in.Seq+maxEarly {
+			if p.early == nil {
+				p.early = make(map[uint64][]byte)
+			}
+			p.early[seq] = body
+			if p.behindSince.IsZero() {
+				p.behindSince = now
+			} else if now.Sub(p.behindSince) >= n.cfg.ResyncAfter {
+				n.m.summaryGaps.Inc()
+				n.requestResync(m, now)
+			}
+			return
+		}
 		n.m.summaryGaps.Inc()
 		n.requestResync(m, now)
 	case errors.Is(err, summary.ErrStale):
 	default:
 		n.reject("malformed", m.Name, err)
+	}
+}
+
+// applied records a summary message applied to m's view.
+func (n *Node) applied(m *Member, body []byte, now time.Time) {
+	p := m.p
+	p.confirmedAt.Store(now.UnixNano())
+	p.behindSince = time.Time{}
+	in := p.view.Info()
+	typ, _ := summary.Type(body)
+	if typ == summary.TypeSnapshot {
+		clear(p.early)
+		if o := n.cfg.Observer; o != nil {
+			o.SummaryApplied(m.Name, in.Epoch, in.Seq, time.Time{}, now)
+		}
+		return
+	}
+	if d, err := summary.UnmarshalDelta(body); err == nil && d.Oldest > 0 {
+		oldest := time.Unix(0, d.Oldest)
+		n.m.summaryLag.Observe(now.Sub(oldest).Seconds())
+		if o := n.cfg.Observer; o != nil {
+			o.SummaryApplied(m.Name, in.Epoch, in.Seq, oldest, now)
+		}
 	}
 }
 

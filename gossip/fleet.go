@@ -60,8 +60,9 @@ type peer struct {
 	leavingAt atomic.Int64
 
 	// Touched only by the node's processing goroutine:
-	behindSince time.Time // first announcement ahead of the view
-	lastResync  time.Time // last resync request sent
+	behindSince time.Time         // first announcement ahead of the view
+	lastResync  time.Time         // last resync request sent
+	early       map[uint64][]byte // deltas ahead of the view, by sequence
 }
 
 // Member is one node in a FleetSnapshot. Its identity, metadata and status
@@ -185,6 +186,8 @@ func (f *Fleet) upsert(n *memberlist.Node, meta Meta, now time.Time) {
 		p.confirmedAt.Store(0)
 		p.load.Store(nil)
 		p.leavingAt.Store(0)
+		// p.early belongs to the processing goroutine; stale entries there
+		// fail the epoch check and are dropped on the next snapshot.
 	}
 	f.members[name] = m
 	f.publishLocked()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/gossip"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Options describe a cluster to start.
@@ -19,6 +20,12 @@ type Options struct {
 	Configure func(i int, cfg *gossip.Config)
 	// Log receives every node's logs (nil: discarded).
 	Log *slog.Logger
+	// StartInterval spaces node starts (default 0: all at once). Large
+	// clusters converge much sooner when nodes arrive one by one, as they do
+	// in a real rollout.
+	StartInterval time.Duration
+	// Registerer, when set, returns the registerer for node i's metrics.
+	Registerer func(i int) prometheus.Registerer
 }
 
 // Cluster is a set of nodes on one in-memory Network. Nodes are ordered
@@ -68,7 +75,11 @@ func Start(tb testing.TB, opts Options) *Cluster {
 			if opts.Configure != nil {
 				opts.Configure(i, &cfg)
 			}
-			n, err := gossip.New(cfg, opts.Log, nil)
+			var reg prometheus.Registerer
+			if opts.Registerer != nil {
+				reg = opts.Registerer(i)
+			}
+			n, err := gossip.New(cfg, opts.Log, reg)
 			if err != nil {
 				tb.Fatalf("gossiptest: node %d: %v", i, err)
 			}
@@ -77,7 +88,11 @@ func Start(tb testing.TB, opts Options) *Cluster {
 			i++
 		}
 	}
-	for _, n := range c.Nodes {
+	for i, n := range c.Nodes {
+		if i > 0 && opts.StartInterval > 0 {
+			t := time.NewTimer(opts.StartInterval)
+			<-t.C
+		}
 		ctx, cancel := context.WithCancel(context.Background())
 		c.cancels = append(c.cancels, cancel)
 		c.wg.Go(func() {

@@ -281,3 +281,15 @@ func UnmarshalDelta(b []byte) (*Delta, error) {
 	}
 	return d, nil
 }
+
+// Peek returns a message's type, epoch and sequence without decoding the
+// rest, so a receiver can hold an early delta until the ones before it come.
+func Peek(b []byte) (typ byte, epoch, seq uint64, err error) {
+	typ, err = Type(b)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	r := &reader{b: b[2:]}
+	epoch, seq = r.uvarint("epoch"), r.uvarint("seq")
+	return typ, epoch, seq, r.err
+}

@@ -149,3 +149,22 @@ func FuzzUnmarshal(f *testing.F) {
 		_ = v.LongestPrefix([]kvblock.Hash{1, 2, 3}, MediumGPU)
 	})
 }
+
+func TestPeek(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 100 {
+		d := randomDelta(r)
+		typ, e, s, err := Peek(d.Marshal(nil))
+		if err != nil || typ != TypeDelta || e != d.Epoch || s != d.Seq {
+			t.Fatalf("Peek(delta) = %d %d %d %v, want %d %d", typ, e, s, err, d.Epoch, d.Seq)
+		}
+		sn := randomSnapshot(r)
+		typ, e, s, err = Peek(sn.Marshal(nil))
+		if err != nil || typ != TypeSnapshot || e != sn.Epoch || s != sn.Seq {
+			t.Fatalf("Peek(snapshot) = %d %d %d %v", typ, e, s, err)
+		}
+	}
+	if _, _, _, err := Peek([]byte{TypeDelta, WireVersion, 0x80}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("Peek(truncated) err = %v", err)
+	}
+}
