@@ -185,8 +185,8 @@ func (s *frontEnd) streamChat(w http.ResponseWriter, r *http.Request, g *genRequ
 			}
 			send(c, &writeOK)
 		}
-		if step.delta == "" && len(step.newTokens) == 0 && len(q.ts.tokens) == 0 && !step.finished {
-			continue // a prefill-only output: vLLM sends no empty chunk
+		if step.delta == "" && len(step.newTokens) == 0 && len(q.ts.tokens) == 0 {
+			continue // no token yet (prefill, or aborted before any): vLLM sends no chunk
 		}
 		if fast != nil {
 			finish := ""

@@ -132,7 +132,7 @@ func (s *frontEnd) streamCompletion(w http.ResponseWriter, r *http.Request, g *g
 		if !ok {
 			return
 		}
-		if step.delta == "" && len(step.newTokens) == 0 && len(q.ts.tokens) == 0 && !step.finished {
+		if step.delta == "" && len(step.newTokens) == 0 && len(q.ts.tokens) == 0 {
 			continue
 		}
 		if fast != nil {
