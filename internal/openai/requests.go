@@ -49,7 +49,7 @@ type Params struct {
 	ResponseFormatType string
 }
 
-// ChatMessage is one request message. Content holds the text: the string
+// Message is one request message. Content holds the text: the string
 // content, or the text parts joined with "\n" (as vLLM's "string" content
 // format does).
 type Message struct {
