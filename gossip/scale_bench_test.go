@@ -230,11 +230,11 @@ func (r scaleResult) String() string {
 // TestScale runs 200 sidecars and 4 balancers in fake time (synctest), so
 // the figures are the protocol's (timers, batching, sizes) and not the test
 // machine's CPU: freshness p99 <= 300 ms and <= 20 KB/s per replica per
-// balancer at 2,000 new blocks/s per replica. With -short it runs 40
-// sidecars.
+// balancer at 2,000 new blocks/s per replica. With -short or -race it runs
+// 40 sidecars.
 func TestScale(t *testing.T) {
 	sidecars := 200
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		sidecars = 40
 	}
 	synctest.Test(t, func(t *testing.T) {

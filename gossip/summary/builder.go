@@ -131,12 +131,12 @@ func (b *Builder) Add(h kvblock.Hash, m Medium) {
 		return
 	}
 	md.set[h] = struct{}{}
-	k := key(h)
+	k := KeyOf(h).bytes()
 	md.filter.Add(k[:])
 	if len(b.pending) == 0 {
 		b.oldest = b.now()
 	}
-	b.pending = append(b.pending, Add{Medium: m, Hash: h})
+	b.pending = append(b.pending, Add{Medium: m, Key: KeyOf(h)})
 }
 
 // Remove records that the replica dropped block h from medium m. The block
@@ -240,7 +240,7 @@ func (b *Builder) rebuildLocked() {
 		md.capacity = max(b.cfg.Capacity, uint(len(md.set))*5/4)
 		md.filter = newBloom(md.capacity, b.cfg.FalsePositiveRate)
 		for h := range md.set {
-			k := key(h)
+			k := KeyOf(h).bytes()
 			md.filter.Add(k[:])
 		}
 		md.removed = 0
@@ -267,12 +267,12 @@ func (b *Builder) Flush() (deltas [][]byte, newEpoch bool) {
 	}
 	oldest := b.oldest.UnixNano()
 	for len(b.pending) > 0 {
-		// Take additions while they fit: 8 bytes each plus a run header
+		// Take additions while they fit: KeySize bytes each plus a run header
 		// (medium byte and a length varint of at most 3 bytes) per run.
 		size := DeltaSize(b.epoch, b.seq+1, oldest, 0) - 2
 		n := 0
 		for n < len(b.pending) {
-			cost := 8
+			cost := KeySize
 			if n == 0 || b.pending[n].Medium != b.pending[n-1].Medium {
 				cost += 4
 			}

@@ -22,7 +22,10 @@
 // integers are unsigned varints unless noted):
 //
 //	snapshot: 0x01 0x01 epoch seq media{ medium:u8 count m k:u8 words:m/64×u64le }
-//	delta:    0x02 0x01 epoch seq oldest_unix_nano runs{ medium:u8 n hashes:n×u64le }
+//	delta:    0x02 0x01 epoch seq oldest_unix_nano runs{ medium:u8 n keys:n×u32le }
+//
+// Filters are built over 32-bit keys (KeyOf: the hash's halves folded), so a
+// delta costs 4 bytes per block.
 //
 // The View reads are lock-free: filters are bit arrays updated with atomic
 // OR (bits only ever get set within an epoch) and each new epoch or sequence

@@ -336,9 +336,10 @@ func TestFlushRespectsPacketBudget(t *testing.T) {
 	b.Rebuild()
 	want := make(map[Add]bool)
 	for range 1000 {
-		a := Add{Medium: Medium(r.IntN(2)), Hash: kvblock.Hash(r.Uint64())}
+		h := kvblock.Hash(r.Uint64())
+		a := Add{Medium: Medium(r.IntN(2)), Key: KeyOf(h)}
 		want[a] = true
-		b.Add(a.Hash, a.Medium)
+		b.Add(h, a.Medium)
 	}
 	deltas, _ := b.Flush()
 	got := make(map[Add]bool)

@@ -107,7 +107,7 @@ func (v *View) Apply(b []byte) error {
 	}
 	for _, a := range d.Adds {
 		if f := cur.filters[a.Medium]; f != nil {
-			f.add(a.Hash)
+			f.add(a.Key)
 		}
 	}
 	ns := *cur
@@ -130,7 +130,7 @@ func (v *View) Contains(h kvblock.Hash, m Medium) bool {
 	if s == nil || int(m) >= MaxMedia || s.filters[m] == nil {
 		return false
 	}
-	return s.filters[m].test(h)
+	return s.filters[m].test(KeyOf(h))
 }
 
 // LongestPrefix returns how many leading hashes of a prompt's chained block
@@ -145,7 +145,7 @@ func (v *View) LongestPrefix(hashes []kvblock.Hash, m Medium) int {
 	}
 	f := s.filters[m]
 	for i, h := range hashes {
-		if !f.test(h) {
+		if !f.test(KeyOf(h)) {
 			return i
 		}
 	}

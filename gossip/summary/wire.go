@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/inferrail/inferrail/internal/kvblock"
 )
 
 // Medium names where a replica holds a block: GPU memory, or an offload tier.
@@ -69,10 +68,10 @@ type Snapshot struct {
 	Filters    []Filter
 }
 
-// Add is one block added to one medium.
+// Add is one block added to one medium, by its filter key.
 type Add struct {
 	Medium Medium
-	Hash   kvblock.Hash
+	Key    Key
 }
 
 // Delta carries the blocks added since sequence Seq-1 of the same epoch.
@@ -131,7 +130,7 @@ func (d *Delta) Marshal(dst []byte) []byte {
 		dst = append(dst, byte(d.Adds[i].Medium))
 		dst = binary.AppendUvarint(dst, uint64(j-i))
 		for _, a := range d.Adds[i:j] {
-			dst = binary.LittleEndian.AppendUint64(dst, uint64(a.Hash))
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(a.Key))
 		}
 		i = j
 	}
@@ -144,7 +143,7 @@ func DeltaSize(epoch, seq uint64, oldest int64, n int) int {
 	var tmp [binary.MaxVarintLen64]byte
 	size := 2 + len(binary.AppendUvarint(tmp[:0], epoch)) + len(binary.AppendUvarint(tmp[:0], seq)) +
 		len(binary.AppendUvarint(tmp[:0], uint64(oldest)))
-	return size + 1 + len(binary.AppendUvarint(tmp[:0], uint64(n))) + 8*n
+	return size + 1 + len(binary.AppendUvarint(tmp[:0], uint64(n))) + KeySize*n
 }
 
 type reader struct {
@@ -262,7 +261,7 @@ func UnmarshalDelta(b []byte) (*Delta, error) {
 		case r.err != nil:
 		case int(m) >= MaxMedia:
 			r.fail("bad medium %d", m)
-		case n == 0 || n > uint64(len(r.b))/8:
+		case n == 0 || n > uint64(len(r.b))/KeySize:
 			r.fail("run of %d hashes does not fit %d bytes", n, len(r.b))
 		}
 		if r.err != nil {
@@ -272,9 +271,9 @@ func UnmarshalDelta(b []byte) (*Delta, error) {
 			d.Adds = make([]Add, 0, n)
 		}
 		for j := uint64(0); j < n; j++ {
-			d.Adds = append(d.Adds, Add{Medium: m, Hash: kvblock.Hash(binary.LittleEndian.Uint64(r.b[8*j:]))})
+			d.Adds = append(d.Adds, Add{Medium: m, Key: Key(binary.LittleEndian.Uint32(r.b[KeySize*j:]))})
 		}
-		r.b = r.b[n*8:]
+		r.b = r.b[n*KeySize:]
 	}
 	if r.err != nil {
 		return nil, r.err

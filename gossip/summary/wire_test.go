@@ -30,7 +30,7 @@ func randomSnapshot(r *rand.Rand) *Snapshot {
 func randomDelta(r *rand.Rand) *Delta {
 	d := &Delta{Epoch: r.Uint64(), Seq: r.Uint64(), Oldest: r.Int64()}
 	for range r.IntN(300) {
-		d.Adds = append(d.Adds, Add{Medium: Medium(r.IntN(MaxMedia)), Hash: kvblock.Hash(r.Uint64())})
+		d.Adds = append(d.Adds, Add{Medium: Medium(r.IntN(MaxMedia)), Key: Key(r.Uint32())})
 	}
 	return d
 }
@@ -80,7 +80,7 @@ func allOneMedium(adds []Add) bool {
 
 func TestUnmarshalRejects(t *testing.T) {
 	good := (&Snapshot{Epoch: 1, Seq: 2, Filters: []Filter{{Medium: 0, Count: 1, M: 64, K: 3, Words: []uint64{7}}}}).Marshal(nil)
-	goodDelta := (&Delta{Epoch: 1, Seq: 2, Adds: []Add{{Hash: 9}}}).Marshal(nil)
+	goodDelta := (&Delta{Epoch: 1, Seq: 2, Adds: []Add{{Key: 9}}}).Marshal(nil)
 	tests := []struct {
 		name  string
 		b     []byte
@@ -102,7 +102,7 @@ func TestUnmarshalRejects(t *testing.T) {
 		{name: "huge filter", b: []byte{TypeSnapshot, WireVersion, 1, 1, 1, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 3}},
 		{name: "delta truncated hash", b: goodDelta[:len(goodDelta)-1], delta: true},
 		{name: "delta empty run", b: []byte{TypeDelta, WireVersion, 1, 1, 0, 0, 0}, delta: true},
-		{name: "delta bad medium", b: []byte{TypeDelta, WireVersion, 1, 1, 0, 9, 1, 0, 0, 0, 0, 0, 0, 0, 0}, delta: true},
+		{name: "delta bad medium", b: []byte{TypeDelta, WireVersion, 1, 1, 0, 9, 1, 0, 0, 0, 0}, delta: true},
 		{name: "delta bad varint", b: []byte{TypeDelta, WireVersion, 0xff}, delta: true},
 	}
 	for _, tc := range tests {
