@@ -80,3 +80,19 @@ func TestMergeReady(t *testing.T) {
 		t.Errorf("%d outputs left, want 1", len(ch))
 	}
 }
+
+func FuzzParseFaults(f *testing.F) {
+	f.Add(`[{"kind":"delay","delay":"150ms","duration":"2s","path":"/v1/"}]`)
+	f.Add(`{"kind":"status","status":503,"count":2}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		faults, err := ParseFaults(s)
+		if err != nil {
+			return
+		}
+		for _, fs := range faults {
+			if verr := fs.validate(); verr != nil {
+				t.Fatalf("ParseFaults accepted an invalid fault %+v: %v", fs, verr)
+			}
+		}
+	})
+}

@@ -176,3 +176,14 @@ func FuzzParseRequests(f *testing.F) {
 		_, _ = ParseDetokenizeRequest(b)
 	})
 }
+
+func FuzzParseError(f *testing.F) {
+	f.Add([]byte(`{"error":{"message":"m","type":"t","param":null,"code":400}}`))
+	f.Add([]byte(`{"object":"error","message":"m","type":"t","param":"p","code":404}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, ok := ParseError(b)
+		if ok && (e == nil || e.Status == 0) {
+			t.Fatalf("ParseError reported ok with %+v", e)
+		}
+	})
+}
