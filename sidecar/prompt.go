@@ -69,8 +69,11 @@ type contentPart struct {
 
 // promptInspector reads prompts for the counts and the approximate block set.
 type promptInspector struct {
-	tok       Tokenizer // nil: no tokenizer
-	model     func() string
+	tok   Tokenizer // nil: no tokenizer
+	model func() string
+	// lora returns the LoRA adapter a request's model field names, or ""
+	// (nil: never a LoRA).
+	lora      func(requestModel string) string
 	blockSize func() int
 }
 
@@ -82,7 +85,11 @@ func (p *promptInspector) inspect(body []byte, chat bool) (info promptInfo, ok b
 		return promptInfo{}, false
 	}
 	model := p.model()
-	seed := kvblock.NewSeed(model, "", req.CacheSalt)
+	var lora string
+	if p.lora != nil {
+		lora = p.lora(req.Model)
+	}
+	seed := kvblock.NewSeed(model, lora, req.CacheSalt)
 	bs := p.blockSize()
 	tok := p.tok
 	if model == "" {

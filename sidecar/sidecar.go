@@ -49,6 +49,7 @@ type Sidecar struct {
 	model      atomic.Pointer[string]
 	blockSize  atomic.Int64
 	modelKnown chan struct{} // closed once model is set
+	models     atomic.Pointer[engineModels]
 
 	// lastLoad is the last scrape's outcome and lastGood the last readable
 	// one, written by the scraper and read by the control loop and the admin
@@ -63,7 +64,7 @@ type Sidecar struct {
 // metaUpdater is the optional ability of a gossip node to publish what the
 // sidecar learned about its engine.
 type metaUpdater interface {
-	updateMeta(model, kind string, blockSize int, dataAddr, adminAddr string)
+	updateMeta(models []string, kind string, blockSize int, dataAddr, adminAddr string)
 }
 
 type scrapeOutcome struct {
@@ -122,7 +123,7 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 	if cfg.Tokenizer == TokenizerSim {
 		tok = simTokenizer{}
 	}
-	insp := &promptInspector{tok: tok, model: s.currentModel, blockSize: func() int { return int(s.blockSize.Load()) }}
+	insp := &promptInspector{tok: tok, model: s.currentModel, lora: s.loraOf, blockSize: func() int { return int(s.blockSize.Load()) }}
 	s.proxy = newProxy(u, cfg.Proxy, s.transport, insp, s.approx, log.With("component", "proxy"), s.m)
 	proxyCounts = s.proxy.counts.Counts
 
@@ -211,9 +212,7 @@ func (s *Sidecar) serve(ctx context.Context, dataLn, adminLn net.Listener) error
 	named("admin", func() error { return serveHTTP(adminSrv, adminLn) })
 	named("scrape", func() error { return s.scraper.Run(gctx) })
 	named("control", func() error { return s.control(gctx) })
-	if s.cfg.Model == "" {
-		named("model", func() error { return s.resolveModel(gctx) })
-	}
+	named("models", func() error { return s.modelsLoop(gctx) })
 	if s.exact != nil {
 		named("events", func() error { return s.exact.Run(gctx) })
 	}

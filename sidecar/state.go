@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
@@ -98,33 +97,12 @@ func (s *Sidecar) control(ctx context.Context) error {
 				if g := s.lastGood.Load(); g != nil {
 					kind = string(g.load.Kind)
 				}
-				mu.updateMeta(s.currentModel(), kind, int(s.blockSize.Load()), s.dataAddr, s.adminAddr)
+				mu.updateMeta(s.advertisedModels(), kind, int(s.blockSize.Load()), s.dataAddr, s.adminAddr)
 			}
 		}
 		if summaryGauges++; summaryGauges%10 == 0 {
 			s.feed.info() // refreshes the summary gauges about once a second
 		}
-	}
-}
-
-// resolveModel asks the engine for its served model name until it answers.
-func (s *Sidecar) resolveModel(ctx context.Context) error {
-	client := &http.Client{Transport: s.transport, Timeout: 5 * time.Second}
-	backoff := 250 * time.Millisecond
-	for {
-		name, err := fetchModel(ctx, client, s.engineURL)
-		if err == nil {
-			s.setModel(name)
-			s.log.Info("served model learned from the engine", "model", name)
-			return nil
-		}
-		s.log.Debug("engine model not known yet", "err", err)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 }
 

@@ -2,14 +2,11 @@ package sidecar
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -114,18 +111,18 @@ func (g *gossipAdapter) SetLoad(r LoadReport) {
 	g.n.SetLoad(l)
 }
 
-// updateMeta publishes what the sidecar learned about its engine (model,
+// updateMeta publishes what the sidecar learned about its engine (models,
 // kind, block size, bound addresses) when it changed. It starts from the
 // node's current metadata, which the node itself updates with the summary
 // epoch.
-func (g *gossipAdapter) updateMeta(model, kind string, blockSize int, dataAddr, adminAddr string) {
+func (g *gossipAdapter) updateMeta(models []string, kind string, blockSize int, dataAddr, adminAddr string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	cur := g.n.Meta()
 	m := cur
 	m.Models = slices.Clone(cur.Models)
-	if model != "" && (len(m.Models) != 1 || m.Models[0] != model) {
-		m.Models = []string{model}
+	if len(models) > 0 {
+		m.Models = models
 	}
 	if kind != "" {
 		m.Engine = kind
@@ -155,35 +152,4 @@ func metaEqual(a, b gossip.Meta) bool {
 
 func clampU32(v int64) uint32 {
 	return uint32(min(max(v, 0), math.MaxUint32))
-}
-
-// fetchModel returns the first model the engine lists on GET /v1/models.
-func fetchModel(ctx context.Context, client *http.Client, base *url.URL) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.JoinPath("/v1/models").String(), nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("list models: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("list models: status %s", resp.Status)
-	}
-	var body struct {
-		Data []struct {
-			ID     string  `json:"id"`
-			Parent *string `json:"parent"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&body); err != nil {
-		return "", fmt.Errorf("list models: %w", err)
-	}
-	for _, m := range body.Data {
-		if m.Parent == nil && m.ID != "" { // a base model, not a LoRA card
-			return m.ID, nil
-		}
-	}
-	return "", fmt.Errorf("list models: no base model listed")
 }
