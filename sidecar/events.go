@@ -60,12 +60,13 @@ type controller struct {
 	// traffic counts the prompts the engine accepted through the data path
 	// (whether or not they could be tokenized); nil counts the approximate
 	// set's blocks instead.
-	traffic  func() int64
-	capacity int
+	traffic     func() int64
+	capacity    int
+	tokensTotal float64 // engine's prompt + generation tokens at the last scrape; -1 before
 }
 
 func newController(grace time.Duration, feed *summaryFeed, approx *approxSet, exact exactSource, log *slog.Logger, m *metrics) *controller {
-	c := &controller{grace: grace, log: log, m: m, now: time.Now, feed: feed, approx: approx, exact: exact}
+	c := &controller{grace: grace, log: log, m: m, now: time.Now, feed: feed, approx: approx, exact: exact, tokensTotal: -1}
 	if exact == nil {
 		c.setMode(modeDisabled)
 		log.Warn("KV events disabled (no kv_events.endpoint): keeping an approximate block set from data-path prompts")
@@ -124,6 +125,7 @@ const defaultCapacity = 32768
 
 // engineSample takes a readable scrape's capacity into account.
 func (c *controller) engineSample(l engine.Load) {
+	c.detectRestart(l)
 	n := l.NumGPUBlocks
 	if n <= 0 {
 		if c.capacity != 0 {
@@ -156,6 +158,28 @@ func (c *controller) sawTraffic() bool {
 		return c.traffic() > 0
 	}
 	return c.approx.Len() > 0
+}
+
+// detectRestart notices an engine restart from its cumulative counters going
+// back. The events path sees restarts by their sequence numbers; without
+// events this is the only sign that the engine's cache is empty again, so the
+// approximate set is dropped.
+func (c *controller) detectRestart(l engine.Load) {
+	total := l.PromptTokensTotal + l.GenerationTokensTotal
+	prev := c.tokensTotal
+	c.tokensTotal = total
+	if prev < 0 || total >= prev {
+		return
+	}
+	c.m.engineRestarts.Inc()
+	if c.mode == modeLive {
+		c.log.Warn("engine counters went back: the engine restarted", "tokens_before", prev, "tokens_now", total)
+		return
+	}
+	c.log.Warn("engine counters went back: the engine restarted with an empty cache; dropping the approximate block set",
+		"tokens_before", prev, "tokens_now", total)
+	c.approx.clear()
+	c.resetApprox("engine_restart")
 }
 
 // tick advances the events state machine.

@@ -249,3 +249,27 @@ func TestControllerSilentWithoutTokenizer(t *testing.T) {
 		t.Fatalf("mode %q, want silent", got)
 	}
 }
+
+// TestControllerEngineRestartDropsApprox: without events, an engine whose
+// counters go back restarted with an empty cache.
+func TestControllerEngineRestartDropsApprox(t *testing.T) {
+	r := newControllerRig(t, false, 100)
+	r.ctl.engineSample(engine.Load{PromptTokensTotal: 500, GenerationTokensTotal: 100})
+	r.approx.observePrompt([][]kvblock.Hash{{1, 2, 3}})
+	r.ctl.engineSample(engine.Load{PromptTokensTotal: 900, GenerationTokensTotal: 200})
+	if r.approx.Len() != 3 {
+		t.Fatalf("approx set dropped while the counters grew")
+	}
+	epoch, _ := r.feed.Version()
+	r.ctl.engineSample(engine.Load{PromptTokensTotal: 10})
+	if r.approx.Len() != 0 {
+		t.Errorf("approx set kept %d blocks after the engine restarted", r.approx.Len())
+	}
+	in := r.feed.info()
+	if in.Blocks["gpu"] != 0 || in.Epoch == epoch {
+		t.Errorf("summary %+v after the restart, want a new empty epoch", in)
+	}
+	if v := metricValue(t, r.m.engineRestarts); v != 1 {
+		t.Errorf("engine restarts = %v, want 1", v)
+	}
+}

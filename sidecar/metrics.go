@@ -14,6 +14,7 @@ type metrics struct {
 	engineWaiting  prometheus.Gauge
 	engineKVUsage  prometheus.Gauge
 	engineCapacity prometheus.Gauge
+	engineRestarts prometheus.Counter
 
 	proxyRequests      *prometheus.CounterVec
 	promptsUntokenized *prometheus.CounterVec
@@ -53,6 +54,8 @@ func newMetrics(reg prometheus.Registerer, dataPath func() DataPathCounts) *metr
 			Help: "Engine KV-cache usage (0..1) at the last readable scrape."}),
 		engineCapacity: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "engine_capacity_blocks",
 			Help: "Engine KV-cache capacity in blocks (cache_config_info num_gpu_blocks)."}),
+		engineRestarts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "engine_restarts_total",
+			Help: "Engine restarts noticed from its cumulative token counters going back."}),
 		proxyRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "proxy_requests_total",
 			Help: "Data-path requests by outcome: the engine's status class, upstream_error, client_gone or client_error."}, []string{"outcome"}),
 		promptsUntokenized: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "prompts_untokenized_total",
@@ -81,7 +84,7 @@ func newMetrics(reg prometheus.Registerer, dataPath func() DataPathCounts) *metr
 			Help: "1 when the summary is built from a complete exact block set, 0 while it is approximate or being rebuilt."}),
 	}
 	reg.MustRegister(m.scrapes, m.scrapeSeconds, m.loadReadable, m.engineRunning, m.engineWaiting, m.engineKVUsage,
-		m.engineCapacity, m.proxyRequests, m.promptsUntokenized, m.eventBatches, m.eventGaps, m.eventReplays,
+		m.engineCapacity, m.engineRestarts, m.proxyRequests, m.promptsUntokenized, m.eventBatches, m.eventGaps, m.eventReplays,
 		m.eventsMode, m.blocksHeld, m.approxEvictions, m.summaryBytes, m.summaryEpoch, m.summarySeq,
 		m.summaryRebuilds, m.summaryComplete)
 	if dataPath != nil {
