@@ -209,7 +209,11 @@ func finalByteLevel(p preTokenizer) *byteLevelPre {
 type metaspacePre struct {
 	replacement string
 	prependAll  bool
-	splitWords  bool
+	// prependFirst is prepend_scheme "first": prepend only to the word that
+	// starts the whole input. The tokenizer handles it with a second chain
+	// (see withFirstVariant); this one never prepends.
+	prependFirst bool
+	splitWords   bool
 }
 
 func (m *metaspacePre) split(w string, dst []string) []string {
@@ -318,9 +322,9 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 		case "always":
 			m.prependAll = true
 		case "never":
+		case "first":
+			m.prependFirst = true
 		default:
-			// "first" depends on the offset in the whole input, which the
-			// per-segment pipeline does not track.
 			return nil, fmt.Errorf("pre_tokenizer Metaspace: prepend_scheme %q is not supported", scheme)
 		}
 		if len([]rune(v.Replacement)) != 1 {
@@ -355,4 +359,49 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 	default:
 		return nil, fmt.Errorf("pre_tokenizer %q is not supported", typ)
 	}
+}
+
+// withFirstVariant handles Metaspace's prepend_scheme "first", which
+// prepends the marker only to the word at offset 0 of the whole input. It
+// returns the chain to use for the piece that starts the input (the same
+// chain with that Metaspace prepending), or nil when p has no such
+// Metaspace. It is supported only as the first pre-tokenizer, whose input is
+// the piece itself.
+func withFirstVariant(p preTokenizer) (preTokenizer, error) {
+	always := func(m *metaspacePre) *metaspacePre {
+		c := *m
+		c.prependFirst, c.prependAll = false, true
+		return &c
+	}
+	var bad bool
+	var walk func(p preTokenizer, first bool) preTokenizer
+	walk = func(p preTokenizer, first bool) preTokenizer {
+		switch v := p.(type) {
+		case *metaspacePre:
+			if !v.prependFirst {
+				return nil
+			}
+			if !first {
+				bad = true
+				return nil
+			}
+			return always(v)
+		case preSequence:
+			var out preTokenizer
+			for i, q := range v {
+				if r := walk(q, first && i == 0); r != nil {
+					c := append(preSequence(nil), v...)
+					c[i] = r
+					out = c
+				}
+			}
+			return out
+		}
+		return nil
+	}
+	out := walk(p, true)
+	if bad {
+		return nil, fmt.Errorf("pre_tokenizer Metaspace: prepend_scheme \"first\" is supported only as the first pre-tokenizer")
+	}
+	return out, nil
 }

@@ -69,6 +69,7 @@ type Tokenizer struct {
 	model     *bpe
 	norm      normalizer
 	pre       preTokenizer
+	preFirst  preTokenizer // for the piece at offset 0 of the input; nil if as pre
 	post      *postProcessor
 	dec       decoder
 	rawAdded  *matcher // added tokens matched on raw text
@@ -149,6 +150,9 @@ func New(tokenizerJSON []byte, cfg Config) (*Tokenizer, error) {
 	if t.pre, err = parsePreTokenizer(f.PreTokenizer); err != nil {
 		return nil, err
 	}
+	if t.preFirst, err = withFirstVariant(t.pre); err != nil {
+		return nil, err
+	}
 	if t.post, err = parsePostProcessor(f.PostProcessor); err != nil {
 		return nil, err
 	}
@@ -224,12 +228,12 @@ func (t *Tokenizer) Encode(text string, addSpecialTokens bool) ([]uint32, error)
 	ids := make([]uint32, 0, len(text)/3+4)
 	segs := t.rawAdded.split(text, sc.pieces[:0])
 	sc.pieces = segs[:0]
-	for _, s := range segs {
+	for i, s := range segs {
 		if s.isToken {
 			ids = append(ids, s.id)
 			continue
 		}
-		ids = t.encodeSegment(s.text, ids, sc)
+		ids = t.encodeSegment(s.text, i == 0 && t.preFirst != nil, ids, sc)
 	}
 	clear(segs) // drop references to text
 	if addSpecialTokens {
@@ -238,9 +242,21 @@ func (t *Tokenizer) Encode(text string, addSpecialTokens bool) ([]uint32, error)
 	return ids, nil
 }
 
-// encodeSegment appends the ids of a text segment without raw added tokens.
-func (t *Tokenizer) encodeSegment(seg string, dst []uint32, sc *encodeScratch) []uint32 {
-	if ids, ok := t.segCache.get(seg); ok {
+// encodeSegment appends the ids of a text segment without raw added tokens;
+// atStart says the segment starts the input and the pre-tokenizer treats
+// that place differently (Metaspace's prepend_scheme "first").
+func (t *Tokenizer) encodeSegment(seg string, atStart bool, dst []uint32, sc *encodeScratch) []uint32 {
+	key := seg
+	if t.preFirst != nil {
+		// The same text encodes differently at the start: keep the two
+		// apart in the cache.
+		if atStart {
+			key = "\x01" + seg
+		} else {
+			key = "\x00" + seg
+		}
+	}
+	if ids, ok := t.segCache.get(key); ok {
 		return append(dst, ids...)
 	}
 	start := len(dst)
@@ -254,15 +270,18 @@ func (t *Tokenizer) encodeSegment(seg string, dst []uint32, sc *encodeScratch) [
 	} else if n != "" {
 		parts = []piece{{text: n}}
 	}
-	for _, p := range parts {
+	for i, p := range parts {
 		if p.isToken {
 			dst = append(dst, p.id)
 			continue
 		}
 		words := sc.words[:0]
-		if t.pre != nil {
+		switch {
+		case atStart && i == 0:
+			words = t.preFirst.split(p.text, words)
+		case t.pre != nil:
 			words = t.pre.split(p.text, words)
-		} else {
+		default:
 			words = append(words, p.text)
 		}
 		for _, w := range words {
@@ -271,7 +290,7 @@ func (t *Tokenizer) encodeSegment(seg string, dst []uint32, sc *encodeScratch) [
 		clear(words)
 		sc.words = words[:0]
 	}
-	t.segCache.put(seg, dst[start:])
+	t.segCache.put(key, dst[start:])
 	return dst
 }
 
