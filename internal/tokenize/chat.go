@@ -156,7 +156,9 @@ func (m *Model) prepareChat(body []byte) (*chatRequest, error) {
 		}
 		vars[k] = kw.Data[k]
 	}
-	if v, ok := kw.Get("continue_final_message"); ok && (tmpl.words["continue_final_message"] || hfBaseParams["continue_final_message"]) {
+	// The kwargs may have changed either flag (apply_chat_template's own
+	// parameters, so always accepted).
+	if v, ok := kw.Get("continue_final_message"); ok {
 		cfm = v.IsTruthy()
 	}
 	if v, ok := vars["add_generation_prompt"]; ok {

@@ -140,6 +140,7 @@ func TestChatRequestErrors(t *testing.T) {
 		{"template raises", `{"messages": [{"role": "boom", "content": "x"}]}`},
 		{"final message missing", `{"messages": [], "continue_final_message": true, "add_generation_prompt": false}`},
 		{"trailing data", `{"messages": []} x`},
+		{"kwargs set both generation flags", `{"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"continue_final_message": true}}`},
 	}
 	m := probeModel(t, `{% for m in messages %}{% if m.role == 'boom' %}{{ raise_exception('no') }}{% endif %}{% endfor %}`, Options{})
 	for _, tt := range tests {
