@@ -8,12 +8,18 @@ import (
 	"github.com/inferrail/inferrail/internal/tokenize/simtok"
 )
 
+// ChatMessage is one chat message as the tokenizer sees it: text parts
+// joined, other parts dropped.
+type ChatMessage struct {
+	Role, Content string
+}
+
 // Tokenizer turns a request's prompt into the token ids the engine will run.
 // It is the seam for real tokenizers (internal/tokenize); builtin:sim is the
 // only one wired today. Implementations must be safe for concurrent use.
 type Tokenizer interface {
 	// EncodeChat renders messages with the chat template and tokenizes them.
-	EncodeChat(msgs []simtok.Message, addGenerationPrompt, continueFinal, addSpecial bool) []uint32
+	EncodeChat(msgs []ChatMessage, addGenerationPrompt, continueFinal, addSpecial bool) []uint32
 	// EncodeText tokenizes a completion prompt.
 	EncodeText(text string, addSpecial bool) []uint32
 }
@@ -21,8 +27,12 @@ type Tokenizer interface {
 // simTokenizer is the builtin:sim tokenizer.
 type simTokenizer struct{}
 
-func (simTokenizer) EncodeChat(msgs []simtok.Message, addGen, cont, addSpecial bool) []uint32 {
-	return simtok.Encode(simtok.RenderChat(msgs, addGen, cont), addSpecial)
+func (simTokenizer) EncodeChat(msgs []ChatMessage, addGen, cont, addSpecial bool) []uint32 {
+	sm := make([]simtok.Message, len(msgs))
+	for i, m := range msgs {
+		sm[i] = simtok.Message{Role: m.Role, Content: m.Content}
+	}
+	return simtok.Encode(simtok.RenderChat(sm, addGen, cont), addSpecial)
 }
 
 func (simTokenizer) EncodeText(text string, addSpecial bool) []uint32 {
@@ -141,11 +151,11 @@ func (p *promptInspector) inspect(body []byte, chat bool) (info promptInfo, ok b
 // per token for English with BPE tokenizers.
 func estimateTokens(n int) int { return (n + 3) / 4 }
 
-func chatMessages(raw []chatMessage) ([]simtok.Message, int, bool) {
+func chatMessages(raw []chatMessage) ([]ChatMessage, int, bool) {
 	if len(raw) == 0 {
 		return nil, 0, false
 	}
-	msgs := make([]simtok.Message, 0, len(raw))
+	msgs := make([]ChatMessage, 0, len(raw))
 	total := 0
 	for _, m := range raw {
 		var content string
@@ -171,7 +181,7 @@ func chatMessages(raw []chatMessage) ([]simtok.Message, int, bool) {
 			return nil, 0, false
 		}
 		total += len(m.Role) + len(content)
-		msgs = append(msgs, simtok.Message{Role: m.Role, Content: content})
+		msgs = append(msgs, ChatMessage{Role: m.Role, Content: content})
 	}
 	return msgs, total, true
 }

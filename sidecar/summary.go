@@ -25,9 +25,11 @@ type SummaryInfo struct {
 	// Complete reports whether the summary covers a complete exact block
 	// set: false while approximate, or after an event gap that replay could
 	// not fill until the set is rebuilt.
-	Complete bool   `json:"complete"`
-	Epoch    uint64 `json:"epoch"`
-	Seq      uint64 `json:"seq"`
+	Complete bool `json:"complete"`
+	// Epoch and Seq version the summary: a new epoch is a full rebuild,
+	// each delta within it advances Seq.
+	Epoch uint64 `json:"epoch"`
+	Seq   uint64 `json:"seq"`
 	// Blocks counts the blocks summarized, per medium.
 	Blocks map[string]int `json:"blocks"`
 	// Bytes is the size of the encoded snapshot.
