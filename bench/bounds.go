@@ -1,0 +1,227 @@
+package bench
+
+import (
+	"container/heap"
+	"container/list"
+	"math"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// Prompt is one sent prompt as the engine sees it: its length and the chained
+// hashes of its full blocks.
+type Prompt struct {
+	// At is the prompt's scheduled send time (for the oracle's queues).
+	At time.Duration
+	// Tokens is the prompt length in tokens.
+	Tokens int
+	// Hashes are the full blocks' chained hashes.
+	Hashes []kvblock.Hash
+}
+
+// Bounds are hit-rate ceilings of one request sequence, token-weighted
+// (Σ hit tokens / Σ prompt tokens), hits counted at arrival as whole leading
+// blocks (perf-model.md §4.1).
+type Bounds struct {
+	// Replicas, CacheBlocks and BlockSize are the fleet shape assumed.
+	Replicas    int `json:"replicas"`
+	CacheBlocks int `json:"cache_blocks"`
+	BlockSize   int `json:"block_size"`
+	// HInf is the infinite single cache: a block hits iff any earlier
+	// request had it. No routing and no memory size can beat it.
+	HInf float64 `json:"h_inf"`
+	// HPoolLRU is one LRU cache of Replicas·CacheBlocks blocks: a perfect
+	// global cache with realistic eviction.
+	HPoolLRU float64 `json:"h_pool_lru"`
+	// HPoolBelady is the same pooled cache with clairvoyant farthest-next-use
+	// eviction: the capacity-limited ceiling.
+	HPoolBelady float64 `json:"h_pool_belady"`
+	// HOracle is the hit rate of an exact-state router over per-replica LRU
+	// caches that picks the lowest estimated TTFT (queue wait + prefill of
+	// the uncached part, simulator defaults), seeing every cache exactly.
+	HOracle float64 `json:"h_oracle"`
+	// OracleTTFT is that oracle's estimated TTFT (prefill only, no decode
+	// interference): a reference, not a bound.
+	OracleTTFT Dist `json:"oracle_ttft"`
+}
+
+// ComputeBounds computes the bounds of prompts (in arrival order) for
+// replicas caches of cacheBlocks blocks each.
+func ComputeBounds(prompts []Prompt, replicas, cacheBlocks, blockSize int) Bounds {
+	b := Bounds{Replicas: replicas, CacheBlocks: cacheBlocks, BlockSize: blockSize}
+	total := 0
+	for _, p := range prompts {
+		total += p.Tokens
+	}
+	if total == 0 || replicas <= 0 || cacheBlocks <= 0 {
+		return b
+	}
+	rate := func(hitBlocks int) float64 { return float64(hitBlocks*blockSize) / float64(total) }
+	b.HInf = rate(infiniteHits(prompts))
+	b.HPoolLRU = rate(lruHits(prompts, replicas*cacheBlocks))
+	b.HPoolBelady = rate(beladyHits(prompts, replicas*cacheBlocks))
+	hits, ttft := oracleHits(prompts, replicas, cacheBlocks, blockSize)
+	b.HOracle = rate(hits)
+	b.OracleTTFT = NewDist(ttft)
+	return b
+}
+
+func infiniteHits(prompts []Prompt) int {
+	seen := map[kvblock.Hash]struct{}{}
+	hits := 0
+	for _, p := range prompts {
+		for _, h := range p.Hashes {
+			if _, ok := seen[h]; !ok {
+				break
+			}
+			hits++
+		}
+		for _, h := range p.Hashes {
+			seen[h] = struct{}{}
+		}
+	}
+	return hits
+}
+
+// lru is a block LRU of fixed capacity.
+type lru struct {
+	cap   int
+	order *list.List // front = most recent
+	items map[kvblock.Hash]*list.Element
+}
+
+func newLRU(capacity int) *lru {
+	return &lru{cap: capacity, order: list.New(), items: map[kvblock.Hash]*list.Element{}}
+}
+
+// match returns the number of leading hashes present.
+func (c *lru) match(hs []kvblock.Hash) int {
+	for i, h := range hs {
+		if _, ok := c.items[h]; !ok {
+			return i
+		}
+	}
+	return len(hs)
+}
+
+// insert touches or adds hs in order, then evicts the least recent.
+func (c *lru) insert(hs []kvblock.Hash) {
+	for _, h := range hs {
+		if e, ok := c.items[h]; ok {
+			c.order.MoveToFront(e)
+		} else {
+			c.items[h] = c.order.PushFront(h)
+		}
+	}
+	for c.order.Len() > c.cap {
+		e := c.order.Back()
+		delete(c.items, e.Value.(kvblock.Hash))
+		c.order.Remove(e)
+	}
+}
+
+func lruHits(prompts []Prompt, capacity int) int {
+	c := newLRU(capacity)
+	hits := 0
+	for _, p := range prompts {
+		hits += c.match(p.Hashes)
+		c.insert(p.Hashes)
+	}
+	return hits
+}
+
+// nextUse is a max-heap entry: a resident block and its next use.
+type nextUse struct {
+	next int
+	h    kvblock.Hash
+}
+
+type useHeap []nextUse
+
+func (h useHeap) Len() int           { return len(h) }
+func (h useHeap) Less(i, j int) bool { return h[i].next > h[j].next }
+func (h useHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *useHeap) Push(x any)        { *h = append(*h, x.(nextUse)) }
+func (h *useHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func beladyHits(prompts []Prompt, capacity int) int {
+	const never = math.MaxInt
+	next := make([][]int, len(prompts))
+	upcoming := map[kvblock.Hash]int{}
+	for i := len(prompts) - 1; i >= 0; i-- {
+		hs := prompts[i].Hashes
+		next[i] = make([]int, len(hs))
+		for j, h := range hs {
+			if n, ok := upcoming[h]; ok {
+				next[i][j] = n
+			} else {
+				next[i][j] = never
+			}
+		}
+		for _, h := range hs {
+			upcoming[h] = i
+		}
+	}
+	resident := map[kvblock.Hash]int{} // block → its current next use
+	var hp useHeap
+	hits := 0
+	for i, p := range prompts {
+		for _, h := range p.Hashes {
+			if _, ok := resident[h]; !ok {
+				break
+			}
+			hits++
+		}
+		for j, h := range p.Hashes {
+			resident[h] = next[i][j]
+			heap.Push(&hp, nextUse{next: next[i][j], h: h})
+		}
+		for len(resident) > capacity {
+			e := heap.Pop(&hp).(nextUse)
+			if n, ok := resident[e.h]; ok && n == e.next {
+				delete(resident, e.h)
+			}
+		}
+	}
+	return hits
+}
+
+// Prefill model of the simulator's defaults (Llama-3.1-8B, one H100):
+// T0 + max(W_floor, n/R_lin) + A_att·n·(c + n/2).
+func prefillTime(newTokens, cached int) time.Duration {
+	n := float64(max(1, newTokens))
+	secs := 0.001 + math.Max(0.0063, n/47000) + 1.31e-9*n*(float64(cached)+n/2)
+	return time.Duration(secs * float64(time.Second))
+}
+
+func oracleHits(prompts []Prompt, replicas, cacheBlocks, blockSize int) (int, []time.Duration) {
+	caches := make([]*lru, replicas)
+	for i := range caches {
+		caches[i] = newLRU(cacheBlocks)
+	}
+	freeAt := make([]time.Duration, replicas)
+	ttft := make([]time.Duration, 0, len(prompts))
+	hits := 0
+	for _, p := range prompts {
+		best, bestT, bestM := 0, time.Duration(math.MaxInt64), 0
+		for i, c := range caches {
+			m := c.match(p.Hashes)
+			t := max(0, freeAt[i]-p.At) + prefillTime(p.Tokens-m*blockSize, m*blockSize)
+			if t < bestT {
+				best, bestT, bestM = i, t, m
+			}
+		}
+		start := max(p.At, freeAt[best])
+		freeAt[best] = start + prefillTime(p.Tokens-bestM*blockSize, bestM*blockSize)
+		ttft = append(ttft, freeAt[best]-p.At)
+		hits += bestM
+		caches[best].insert(p.Hashes)
+	}
+	return hits, ttft
+}

@@ -1,0 +1,208 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/openai"
+)
+
+// Response headers the balancer sets.
+const (
+	HeaderReplica      = "X-Inferrail-Replica"
+	HeaderCachedTokens = "X-Inferrail-Cached-Tokens"
+	HeaderPromptTokens = "X-Inferrail-Prompt-Tokens"
+)
+
+// Record is the measurement of one request. Durations are offsets from the
+// run's start (Scheduled) or latencies counted from the scheduled send time.
+type Record struct {
+	Session int `json:"session"`
+	Turn    int `json:"turn"`
+	// Scheduled is when the request was due, from the run's start.
+	Scheduled time.Duration `json:"scheduled_ns"`
+	// SendLag is how late the request actually left.
+	SendLag time.Duration `json:"send_lag_ns"`
+	// TTFT is the first content token's arrival minus Scheduled.
+	TTFT time.Duration `json:"ttft_ns"`
+	// E2E is the end of the stream minus Scheduled.
+	E2E time.Duration `json:"e2e_ns"`
+	// TPOT is (last token - first token) / (tokens - 1); 0 with one token.
+	TPOT time.Duration `json:"tpot_ns"`
+	// ITL are the gaps between successive content chunks (not in JSON).
+	ITL []time.Duration `json:"-"`
+	// Status is the HTTP status (0 when no response arrived).
+	Status int `json:"status"`
+	// Err describes a failure ("" for success).
+	Err string `json:"err,omitempty"`
+	// PromptTokens, CompletionTokens and CachedTokens come from usage.
+	PromptTokens     int  `json:"prompt_tokens"`
+	CompletionTokens int  `json:"completion_tokens"`
+	CachedTokens     int  `json:"cached_tokens"`
+	CachedReported   bool `json:"cached_reported"`
+	// PredictedCached is the balancer's x-inferrail-cached-tokens.
+	PredictedCached   int  `json:"predicted_cached"`
+	PredictedReported bool `json:"predicted_reported"`
+	// Replica is the balancer's x-inferrail-replica ("" without one).
+	Replica string `json:"replica,omitempty"`
+	// Warmup marks requests scheduled during the warm-up, left out of the
+	// summary.
+	Warmup bool `json:"warmup,omitempty"`
+}
+
+// OK reports whether the request completed.
+func (r *Record) OK() bool { return r.Err == "" && r.Status == http.StatusOK }
+
+// chatMessage is one message of a request body.
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// chatBody is the request body the harness sends.
+type chatBody struct {
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens int  `json:"max_tokens"`
+	IgnoreEOS bool `json:"ignore_eos"`
+}
+
+// buildBody returns the JSON body of a chat request.
+func buildBody(model string, msgs []chatMessage, maxTokens int) ([]byte, error) {
+	b := chatBody{Model: model, Messages: msgs, Stream: true, MaxTokens: maxTokens, IgnoreEOS: true}
+	b.StreamOptions.IncludeUsage = true
+	return json.Marshal(b)
+}
+
+// client sends one streaming chat request and measures it.
+type client struct {
+	http   *http.Client
+	url    string // .../v1/chat/completions
+	now    func() time.Duration
+	header http.Header
+}
+
+// do sends body, due at scheduled, and returns its record and the answer text.
+func (c *client) do(ctx context.Context, body []byte, scheduled time.Duration, rec *Record) string {
+	rec.Scheduled = scheduled
+	rec.SendLag = max(0, c.now()-scheduled)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		rec.Err = err.Error()
+		return ""
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		rec.Err = fmt.Sprintf("send: %v", err)
+		rec.E2E = c.now() - scheduled
+		return ""
+	}
+	defer resp.Body.Close()
+	rec.Status = resp.StatusCode
+	rec.Replica = resp.Header.Get(HeaderReplica)
+	if v := resp.Header.Get(HeaderCachedTokens); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			rec.PredictedCached, rec.PredictedReported = n, true
+		}
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		rec.Err = fmt.Sprintf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
+		rec.E2E = c.now() - scheduled
+		return ""
+	}
+	answer, err := c.readStream(resp.Body, scheduled, rec)
+	rec.E2E = c.now() - scheduled
+	if err != nil {
+		rec.Err = err.Error()
+	}
+	return answer
+}
+
+// readStream consumes the SSE stream, timing each content chunk.
+func (c *client) readStream(body io.Reader, scheduled time.Duration, rec *Record) (string, error) {
+	dec := openai.NewDecoder(0)
+	var (
+		events      []openai.Event
+		buf         = make([]byte, 32<<10)
+		answer      strings.Builder
+		first, last time.Duration
+		tokens      int
+		done        bool
+	)
+	for !done {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			at := c.now()
+			var err error
+			if events, err = dec.Feed(events[:0], buf[:n]); err != nil {
+				return answer.String(), fmt.Errorf("decode stream: %w", err)
+			}
+			for _, ev := range events {
+				if ev.Data == openai.Done {
+					done = true
+					break
+				}
+				var ch openai.ChatCompletionChunk
+				if err := json.Unmarshal([]byte(ev.Data), &ch); err != nil {
+					return answer.String(), fmt.Errorf("decode chunk: %w", err)
+				}
+				for _, choice := range ch.Choices {
+					text, ok := choice.Delta.Content.Get()
+					if !ok || text == "" {
+						continue
+					}
+					answer.WriteString(text)
+					if tokens == 0 {
+						first = at
+						rec.TTFT = at - scheduled
+					} else {
+						rec.ITL = append(rec.ITL, at-last)
+					}
+					last = at
+					tokens++
+				}
+				if u, ok := ch.Usage.Get(); ok {
+					rec.PromptTokens, rec.CompletionTokens = u.PromptTokens, u.CompletionTokens
+					rec.CachedTokens, rec.CachedReported = u.CachedTokens()
+				}
+			}
+		}
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) {
+				if !done {
+					return answer.String(), errors.New("stream ended without [DONE]")
+				}
+				break
+			}
+			return answer.String(), fmt.Errorf("read stream: %w", rerr)
+		}
+	}
+	if tokens == 0 {
+		return "", errors.New("stream carried no content")
+	}
+	if rec.CompletionTokens == 0 {
+		rec.CompletionTokens = tokens
+	}
+	if rec.CompletionTokens > 1 {
+		rec.TPOT = (last - first) / time.Duration(rec.CompletionTokens-1)
+	}
+	return answer.String(), nil
+}

@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// SLO is the service-level objective goodput counts against.
+type SLO struct {
+	// TTFT is the largest acceptable time to first token.
+	TTFT time.Duration `json:"ttft"`
+	// TPOT is the largest acceptable time per output token.
+	TPOT time.Duration `json:"tpot"`
+}
+
+// Config configures a Runner.
+type Config struct {
+	// Target is the base URL requests go to (…/v1/chat/completions is added).
+	Target string `json:"target"`
+	// Model is the model name sent in every request.
+	Model string `json:"model"`
+	// Label names the run in reports (the policy, "nginx-rr", ...).
+	Label string `json:"label"`
+	// Warmup excludes requests scheduled before it from the summary.
+	Warmup time.Duration `json:"warmup"`
+	// RequestTimeout bounds one request.
+	RequestTimeout time.Duration `json:"request_timeout"`
+	// Drain bounds the wait for sessions still running after the last
+	// arrival; what is unfinished then is cancelled and counted as failed.
+	Drain time.Duration `json:"drain"`
+	// SLO is the goodput objective.
+	SLO SLO `json:"slo"`
+	// EngineMetrics are the engines' Prometheus pages, scraped before and
+	// after the run for their prefix-cache counters (optional).
+	EngineMetrics []string `json:"engine_metrics,omitempty"`
+	// Replicas is the number of replicas behind the target (for bounds; 0
+	// means the number of EngineMetrics pages).
+	Replicas int `json:"replicas,omitempty"`
+	// BlockSize is the engines' KV block size, for bounds.
+	BlockSize int `json:"block_size"`
+	// CacheBlocks is one engine's KV capacity in blocks, for bounds.
+	CacheBlocks int `json:"cache_blocks"`
+}
+
+// DefaultConfig returns the defaults: the SLO of the issue (TTFT <= 2 s, TPOT
+// <= 100 ms), a 5 s warm-up and the simulator's model name and block size.
+func DefaultConfig() Config {
+	return Config{
+		Target:         "http://127.0.0.1:8080",
+		Model:          "sim-model",
+		Label:          "run",
+		Warmup:         5 * time.Second,
+		RequestTimeout: 5 * time.Minute,
+		Drain:          2 * time.Minute,
+		SLO:            SLO{TTFT: 2 * time.Second, TPOT: 100 * time.Millisecond},
+		BlockSize:      16,
+		CacheBlocks:    27500,
+	}
+}
+
+// Validate reports every problem of the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(f string, args ...any) { errs = append(errs, fmt.Errorf(f, args...)) }
+	if u, err := url.Parse(c.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("target must be an http(s) URL, got %q", c.Target)
+	}
+	if c.Model == "" {
+		bad("model must not be empty")
+	}
+	if c.Warmup < 0 || c.Drain < 0 {
+		bad("warmup and drain must be >= 0, got %v and %v", c.Warmup, c.Drain)
+	}
+	if c.RequestTimeout <= 0 {
+		bad("request_timeout must be > 0, got %v", c.RequestTimeout)
+	}
+	if c.SLO.TTFT <= 0 || c.SLO.TPOT <= 0 {
+		bad("slo.ttft and slo.tpot must be > 0, got %v and %v", c.SLO.TTFT, c.SLO.TPOT)
+	}
+	if c.BlockSize <= 0 || c.CacheBlocks <= 0 || c.Replicas < 0 {
+		bad("block_size and cache_blocks must be > 0 and replicas >= 0, got %d, %d and %d", c.BlockSize, c.CacheBlocks, c.Replicas)
+	}
+	for _, m := range c.EngineMetrics {
+		if u, err := url.Parse(m); err != nil || u.Host == "" {
+			bad("engine_metrics: %q is not a URL", m)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,57 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Result is one run: its configuration, workload, records and summary. It is
+// written as JSON (records included) and read back by report and compare.
+type Result struct {
+	Config   Config         `json:"config"`
+	Workload WorkloadConfig `json:"workload"`
+	// Repetition numbers the run among repetitions with new seeds.
+	Repetition int `json:"repetition"`
+	// Elapsed is the wall time of the run.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	Summary Summary       `json:"summary"`
+	// EngineCounters is the change of the engines' prefix-cache counters
+	// over the run (nil when not scraped).
+	EngineCounters *CacheCounters `json:"engine_counters,omitempty"`
+	// Bounds are the hit-rate ceilings of the run's request sequence.
+	Bounds  *Bounds  `json:"bounds,omitempty"`
+	Records []Record `json:"records"`
+
+	prompts []Prompt // the sent prompts' blocks, in arrival order
+}
+
+// Prompts returns the blocks of the prompts the run sent, in arrival order
+// (empty for a result read from JSON).
+func (r *Result) Prompts() []Prompt { return r.prompts }
+
+// WriteFile writes r as indented JSON.
+func (r *Result) WriteFile(path string) error {
+	b, err := json.MarshalIndent(r, "", " ")
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	return nil
+}
+
+// ReadResult reads a result written by WriteFile.
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read result: %w", err)
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("decode result %s: %w", path, err)
+	}
+	return &r, nil
+}

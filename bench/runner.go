@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/tokenize"
+)
+
+// Runner drives one target open-loop. A Runner is used for one run at a time.
+type Runner struct {
+	cfg  Config
+	log  *slog.Logger
+	http *http.Client
+	tok  *tokenize.Model
+	seed kvblock.Hash
+}
+
+// NewRunner returns a runner for cfg. hc may be nil for a client without
+// connection limits (an open-loop run must never queue in the client).
+func NewRunner(cfg Config, log *slog.Logger, hc *http.Client) (*Runner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("bench config: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 1024
+		tr.MaxConnsPerHost = 0
+		tr.DisableCompression = true
+		hc = &http.Client{Transport: tr}
+	}
+	tok, err := tokenize.Load(tokenize.SimSpec, tokenize.Options{CacheBytes: -1})
+	if err != nil {
+		return nil, fmt.Errorf("load builtin:sim tokenizer: %w", err)
+	}
+	return &Runner{cfg: cfg, log: log, http: hc, tok: tok, seed: kvblock.NewSeed(cfg.Model, "", "")}, nil
+}
+
+// Run sends the sessions and returns the measurements. It returns when every
+// session has finished, or Drain after the last arrival (cancelling what is
+// left), or when ctx is cancelled (with ctx's error and what was measured).
+func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
+	if len(sessions) == 0 {
+		return nil, errors.New("no sessions to run")
+	}
+	before, berr := scrapeCounters(ctx, r.http, r.cfg.EngineMetrics)
+	if berr != nil {
+		r.log.Warn("engine counters unavailable", "err", berr)
+	}
+	start := time.Now()
+	c := &client{http: r.http, url: strings.TrimSuffix(r.cfg.Target, "/") + "/v1/chat/completions",
+		now: func() time.Duration { return time.Since(start) }}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu      sync.Mutex // protects records and prompts
+		records []Record
+		prompts []Prompt
+		wg      sync.WaitGroup
+	)
+	add := func(rec Record, p Prompt) {
+		mu.Lock()
+		records = append(records, rec)
+		if p.Tokens > 0 {
+			prompts = append(prompts, p)
+		}
+		mu.Unlock()
+	}
+	for _, s := range sessions {
+		wg.Go(func() { r.session(runCtx, c, s, add) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	last := sessions[len(sessions)-1].Start
+	drain := time.NewTimer(max(0, last+r.cfg.Drain-c.now()))
+	defer drain.Stop()
+	select {
+	case <-done:
+	case <-drain.C:
+		r.log.Warn("drain deadline reached; cancelling unfinished requests")
+		cancel()
+		<-done
+	case <-ctx.Done():
+		<-done
+	}
+	elapsed := c.now()
+	after, aerr := scrapeCounters(context.WithoutCancel(ctx), r.http, r.cfg.EngineMetrics)
+	slices.SortFunc(records, func(a, b Record) int { return int(a.Scheduled - b.Scheduled) })
+	slices.SortStableFunc(prompts, func(a, b Prompt) int { return int(a.At - b.At) })
+	res := &Result{Config: r.cfg, Records: records, Elapsed: elapsed}
+	if berr == nil && aerr == nil && len(r.cfg.EngineMetrics) > 0 {
+		d := after.Sub(before)
+		res.EngineCounters = &d
+	}
+	res.Summary = Summarize(records, r.cfg.SLO)
+	if res.EngineCounters != nil && res.EngineCounters.Queries > 0 {
+		res.Summary.HitRateEngine = res.EngineCounters.Hits / res.EngineCounters.Queries
+	}
+	res.prompts = prompts
+	if n := r.replicas(); n > 0 {
+		b := ComputeBounds(prompts, n, r.cfg.CacheBlocks, r.cfg.BlockSize)
+		res.Bounds = &b
+	}
+	return res, ctx.Err()
+}
+
+// session sends one session's turns in order.
+func (r *Runner) session(ctx context.Context, c *client, s Session, add func(Record, Prompt)) {
+	var msgs []chatMessage
+	if s.System != "" {
+		msgs = append(msgs, chatMessage{Role: "system", Content: s.System})
+	}
+	due := s.Start
+	for i, t := range s.Turns {
+		if i > 0 {
+			due = c.now() + t.Think
+		}
+		if !waitUntil(ctx, c.now, due) {
+			return
+		}
+		msgs = append(msgs, chatMessage{Role: "user", Content: t.User})
+		body, err := buildBody(r.cfg.Model, msgs, t.MaxTokens)
+		if err != nil {
+			add(Record{Session: s.ID, Turn: i, Scheduled: due, Err: err.Error()}, Prompt{})
+			return
+		}
+		rec := Record{Session: s.ID, Turn: i, Warmup: due < r.cfg.Warmup}
+		reqCtx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
+		answer := c.do(reqCtx, body, due, &rec)
+		cancel()
+		add(rec, r.blocks(body, due))
+		if !rec.OK() {
+			return
+		}
+		msgs = append(msgs, chatMessage{Role: "assistant", Content: answer})
+	}
+}
+
+// blocks returns the prompt's engine blocks as the builtin:sim engine forms
+// them (same chat rendering and tokenizer).
+func (r *Runner) blocks(body []byte, at time.Duration) Prompt {
+	p, err := r.tok.Chat(body)
+	if err != nil {
+		r.log.Debug("tokenize for bounds", "err", err)
+		return Prompt{}
+	}
+	return Prompt{At: at, Tokens: len(p.TokenIDs), Hashes: kvblock.Hashes(nil, r.seed, p.TokenIDs, r.cfg.BlockSize)}
+}
+
+// replicas is the fleet size assumed for the bounds.
+func (r *Runner) replicas() int {
+	if r.cfg.Replicas > 0 {
+		return r.cfg.Replicas
+	}
+	return len(r.cfg.EngineMetrics)
+}
+
+// waitUntil blocks until now() >= due; false when ctx ends first.
+func waitUntil(ctx context.Context, now func() time.Duration, due time.Duration) bool {
+	d := due - now()
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A server of known timing yields exact TTFT, TPOT, ITL and E2E under the
+// fake clock, counted from the scheduled send time.
+func TestRunKnownTiming(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &streamHandler{ttft: 150 * time.Millisecond, itl: 20 * time.Millisecond, tokens: 5, replica: "r1", predicted: 64, cached: 48}
+		hc := startPipeServer(t, h)
+		r, err := NewRunner(testConfig(), nil, hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Run(context.Background(), oneTurnSessions(3, time.Second, 5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Records) != 3 {
+			t.Fatalf("got %d records, want 3", len(res.Records))
+		}
+		for _, rec := range res.Records {
+			if !rec.OK() {
+				t.Fatalf("request failed: %+v", rec)
+			}
+			got := struct {
+				TTFT, TPOT, E2E, Lag time.Duration
+				ITL                  []time.Duration
+				Replica              string
+				Pred, Cached         int
+			}{rec.TTFT, rec.TPOT, rec.E2E, rec.SendLag, rec.ITL, rec.Replica, rec.PredictedCached, rec.CachedTokens}
+			want := got
+			want.TTFT, want.TPOT, want.E2E, want.Lag = 150*time.Millisecond, 20*time.Millisecond, 230*time.Millisecond, 0
+			want.ITL = []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond}
+			want.Replica, want.Pred, want.Cached = "r1", 64, 48
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("record %d mismatch (-want +got):\n%s", rec.Session, diff)
+			}
+		}
+		s := res.Summary
+		if s.TTFT.P99 != 150 || s.TPOT.P50 != 20 || s.ITL.Max != 20 {
+			t.Errorf("summary TTFT p99 %v, TPOT p50 %v, ITL max %v; want 150, 20, 20", s.TTFT.P99, s.TPOT.P50, s.ITL.Max)
+		}
+		if s.Predicted != 3 || s.PredictionExact != 0 || s.PredictionMAE != 16 {
+			t.Errorf("prediction: %d exact %v mae %v, want 3, 0, 16", s.Predicted, s.PredictionExact, s.PredictionMAE)
+		}
+		if s.HitRateUsage != 0.48 {
+			t.Errorf("hit rate from usage %v, want 0.48", s.HitRateUsage)
+		}
+		if s.GoodFraction != 1 {
+			t.Errorf("good fraction %v, want 1", s.GoodFraction)
+		}
+		if diff := cmp.Diff(map[string]float64{"r1": 1}, s.ReplicaShare); diff != "" {
+			t.Errorf("replica share (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// A server that serves one request at a time falls behind an arrival every
+// 10 ms with 100 ms of work each: latency counted from the scheduled time
+// grows by 90 ms per request, although each request, once sent, waits the
+// same. A closed-loop client would report a flat 100 ms.
+func TestRunCoordinatedOmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &streamHandler{ttft: 100 * time.Millisecond, tokens: 1, serial: make(chan struct{}, 1)}
+		hc := startPipeServer(t, h)
+		cfg := testConfig()
+		cfg.SLO.TTFT = 500 * time.Millisecond
+		r, err := NewRunner(cfg, nil, hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 20
+		res, err := r.Run(context.Background(), oneTurnSessions(n, 10*time.Millisecond, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The server admits requests in arrival order here: the k-th
+		// admitted finishes its first token at (k+1)·100 ms.
+		var got []time.Duration
+		for _, rec := range res.Records {
+			if !rec.OK() {
+				t.Fatalf("request failed: %+v", rec)
+			}
+			if rec.SendLag != 0 {
+				t.Errorf("request %d left %v late; the client must not wait for the server", rec.Session, rec.SendLag)
+			}
+			got = append(got, rec.Scheduled+rec.TTFT)
+		}
+		// Completion times are the multiples of 100 ms, in some order.
+		seen := map[time.Duration]bool{}
+		for _, c := range got {
+			seen[c] = true
+		}
+		for k := 1; k <= n; k++ {
+			if !seen[time.Duration(k)*100*time.Millisecond] {
+				t.Fatalf("no request got its first token at %v; completions %v", time.Duration(k)*100*time.Millisecond, got)
+			}
+		}
+		if max := res.Summary.TTFT.Max; max < 1800 {
+			t.Errorf("max TTFT %v ms; with coordinated omission corrected it must reach ≥ 1800 ms", max)
+		}
+		if res.Summary.GoodFraction >= 0.5 {
+			t.Errorf("good fraction %v; most requests miss a 500 ms TTFT SLO", res.Summary.GoodFraction)
+		}
+	})
+}
+
+// A multi-turn session resends the previous answer and waits its think time
+// after the previous turn's end.
+func TestRunSessionTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &streamHandler{ttft: 50 * time.Millisecond, itl: 10 * time.Millisecond, tokens: 3}
+		hc := startPipeServer(t, h)
+		r, err := NewRunner(testConfig(), nil, hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := Session{Start: 100 * time.Millisecond, System: "sys ", Turns: []Turn{
+			{User: "ab cd ", MaxTokens: 3}, {User: "ef gh ", MaxTokens: 3, Think: time.Second}}}
+		res, err := r.Run(context.Background(), []Session{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Records) != 2 {
+			t.Fatalf("got %d records, want 2", len(res.Records))
+		}
+		// Turn 0: due 100 ms, ends at 100+50+20 = 170 ms; turn 1 due 1170 ms.
+		if got, want := res.Records[1].Scheduled, 1170*time.Millisecond; got != want {
+			t.Errorf("turn 1 scheduled at %v, want %v", got, want)
+		}
+		p := res.Prompts()
+		if len(p) != 2 || p[1].Tokens <= p[0].Tokens {
+			t.Fatalf("prompts %+v: the second turn must carry the first and its answer", p)
+		}
+	})
+}
