@@ -40,6 +40,40 @@ func (c *Counters) Start(uncached int) {
 	c.PendingPrefillTokens.Add(int64(uncached))
 }
 
+// TryStart is Start that enforces the caps exactly: it fails, changing
+// nothing, when InFlight is already at maxConcurrency or Pending at
+// maxPending (0: no cap). Pick reads the caps without a lock, so two
+// concurrent decisions may both see the last free slot; TryStart is where the
+// lease is taken atomically, and a caller that loses the race picks again.
+func (c *Counters) TryStart(uncached, maxConcurrency, maxPending int) bool {
+	if !tryIncrement(&c.InFlight, maxConcurrency) {
+		return false
+	}
+	if !tryIncrement(&c.Pending, maxPending) {
+		c.InFlight.Add(-1)
+		return false
+	}
+	c.PendingPrefillTokens.Add(int64(uncached))
+	return true
+}
+
+// tryIncrement adds one to v unless that would reach beyond limit (0: none).
+func tryIncrement(v *atomic.Int64, limit int) bool {
+	if limit <= 0 {
+		v.Add(1)
+		return true
+	}
+	for {
+		n := v.Load()
+		if n >= int64(limit) {
+			return false
+		}
+		if v.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // FirstByte records that a started request received its first byte: its
 // prefill is done. Call it at most once per Start, with the same uncached.
 func (c *Counters) FirstByte(uncached int) {

@@ -81,10 +81,11 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		CachedTokens:    int(s.cached[i]),
 		UncachedTokens:  prompt - int(s.cached[i]),
 		EstimatedTTFT:   time.Duration(math.Round(s.score[best])),
-		Score:           s.score[best],
+		Score:           s.score[best] / 1e9,
 		Eligible:        len(s.elig),
 		SummaryFallback: fallback,
 		Cached:          s.cached,
+		Scores:          candidateScores(s, len(cands), 1e9),
 	}
 	if p.overlay != nil {
 		p.overlay.record(req.Hashes, cands[i].key(), now)

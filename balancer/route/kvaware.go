@@ -63,6 +63,7 @@ func (p *kvAware) Pick(req *Request, cands []Candidate, s *Scratch) (int, Decisi
 		Eligible:        len(s.elig),
 		SummaryFallback: fallback,
 		Cached:          s.cached,
+		Scores:          candidateScores(s, len(cands), 1),
 	}
 	if len(s.elig) == 1 {
 		d.Reason = ReasonOnlyCandidate

@@ -3,6 +3,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -65,7 +66,9 @@ type Decision struct {
 	CachedTokens, UncachedTokens int
 	// EstimatedTTFT is cost_model's estimate for the pick (0 for others).
 	EstimatedTTFT time.Duration
-	// Score is the pick's score where the policy scores (kv_aware: [0,1]).
+	// Score is the pick's score where the policy scores: kv_aware's blended
+	// score in [0,1] (higher wins), cost_model's estimated time to first
+	// token in seconds (lower wins).
 	Score float64
 	// Eligible is how many candidates passed the filter.
 	Eligible int
@@ -75,6 +78,9 @@ type Decision struct {
 	// Cached is the predicted cached tokens per candidate index (-1 where
 	// not eligible); nil for the cache-blind policies.
 	Cached []int32
+	// Scores is Score per candidate index (NaN where not eligible); nil for
+	// the policies that do not score.
+	Scores []float64
 }
 
 // Scratch holds per-decision buffers; reuse one per goroutine (or through a
@@ -85,6 +91,7 @@ type Scratch struct {
 	score   []float64 // per eligible
 	queue   []float64 // cost_model: queue wait per eligible, ns
 	cached  []int32   // predicted cached tokens per candidate
+	scores  []float64 // Decision.Scores, per candidate
 	hits    []overlayHit
 	uniform bool // every eligible has the same weight
 }
@@ -97,6 +104,7 @@ func NewScratch(n int) *Scratch {
 		score:  make([]float64, 0, n),
 		queue:  make([]float64, 0, n),
 		cached: make([]int32, 0, n),
+		scores: make([]float64, 0, n),
 		hits:   make([]overlayHit, 0, maxOverlayPoints+2),
 	}
 }
@@ -150,6 +158,19 @@ func (b *base) overlayOf() *Overlay { return b.overlay }
 
 // Name returns the policy name.
 func (b *base) Name() string { return b.cfg.Policy }
+
+// candidateScores returns s.scores sized for n candidates: NaN everywhere but
+// the eligible ones, which get s.score[k] / div.
+func candidateScores(s *Scratch, n int, div float64) []float64 {
+	s.scores = grow(s.scores, n)
+	for i := range s.scores {
+		s.scores[i] = math.NaN()
+	}
+	for k, i := range s.elig {
+		s.scores[i] = s.score[k] / div
+	}
+	return s.scores
+}
 
 func (b *base) now(req *Request) time.Time {
 	if req.Now.IsZero() {

@@ -3,6 +3,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -166,6 +167,19 @@ func checkPick(t *testing.T, name string, cs []Candidate, rq *Request, i int, d 
 		_, e := eligibility(rq, cs, j)
 		if !e && c != -1 || e && (c < 0 || int(c) > prompt-1 || int(c)%16 != 0) {
 			t.Errorf("%s: Cached[%d] = %d (eligible %v, prompt %d)", name, j, c, e, prompt)
+		}
+	}
+	if d.Scores != nil {
+		if len(d.Scores) != len(cs) {
+			t.Fatalf("%s: len(Decision.Scores) = %d, want %d", name, len(d.Scores), len(cs))
+		}
+		for j, sc := range d.Scores {
+			if _, e := eligibility(rq, cs, j); e == math.IsNaN(sc) {
+				t.Errorf("%s: Scores[%d] = %v, eligible %v", name, j, sc, e)
+			}
+		}
+		if d.Scores[i] != d.Score {
+			t.Errorf("%s: Scores[pick] = %v, Score = %v", name, d.Scores[i], d.Score)
 		}
 	}
 	if int(d.Cached[i]) != d.CachedTokens {
