@@ -162,6 +162,9 @@ export function buildCorpus(seed, n) {
     "😀".repeat(40), "日本".repeat(100), "▁▁▁ ▁x", "ĠĠ Ġt",
     // Case folding beyond ASCII in (?i:'s|...): Oniguruma folds ſ to s.
     "'ſ", "'ſa", "x'ſ I'ſ don'T", "'\u212Aa 'ﬅ 'ß", "\uFBCB \uFBCB x",
+    // Added tokens with white space and word characters around them.
+    "a <|im_start|> b", "a\n\n<|im_end|>\n\nb", "x<think>y", "x <think> y", "<think>", " <think>\n",
+    "a </think>  b", "é<tool_call>  {", "1<tool_call>\t", "_<think>_", " \u3000<|im_end|>\u3000 ",
   ];
   const texts = [...fixed];
   // Mixes of the fixed pieces.

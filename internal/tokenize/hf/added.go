@@ -1,11 +1,20 @@
 package hf
 
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
 // addedToken is one entry of "added_tokens" after load.
 type addedToken struct {
 	id         uint32
 	content    string
 	special    bool
 	normalized bool
+	singleWord bool // match only between non-word characters
+	lstrip     bool // the token takes the white space before it
+	rstrip     bool // the token takes the white space after it
 }
 
 // trieNode is a node of a byte trie; children are kept sorted by byte.
@@ -22,13 +31,15 @@ type trieNode struct {
 type matcher struct {
 	nodes []trieNode
 	first [256]bool // bytes that start some token
+	// flags holds the tokens with single_word, lstrip or rstrip set.
+	flags map[uint32]addedToken
 }
 
-func newMatcher(tokens map[string]uint32) *matcher {
+func newMatcher(tokens map[string]uint32, flags map[uint32]addedToken) *matcher {
 	if len(tokens) == 0 {
 		return nil
 	}
-	m := &matcher{nodes: []trieNode{{}}}
+	m := &matcher{nodes: []trieNode{{}}, flags: flags}
 	for s, id := range tokens {
 		if s == "" {
 			continue
@@ -114,15 +125,49 @@ func (m *matcher) split(s string, dst []piece) []piece {
 		if !ok {
 			continue
 		}
-		if prev < i {
-			dst = append(dst, piece{text: s[prev:i]})
-		}
-		dst = append(dst, piece{text: s[i:end], id: id, isToken: true})
-		prev = end
+		start, stop := i, end
+		// The search goes on after this match whatever happens to it, as
+		// the Rust library's non-overlapping Aho-Corasick iteration does.
 		i = end - 1
+		if f, ok := m.flags[id]; ok {
+			if f.singleWord && ((start > 0 && endsWithWord(s[:start])) || (stop < len(s) && startsWithWord(s[stop:]))) {
+				continue
+			}
+			if f.lstrip {
+				start = max(len(strings.TrimRightFunc(s[:start], unicode.IsSpace)), prev)
+			}
+			if f.rstrip {
+				stop = len(s) - len(strings.TrimLeftFunc(s[stop:], unicode.IsSpace))
+			}
+		}
+		start = max(start, prev)
+		if prev < start {
+			dst = append(dst, piece{text: s[prev:start]})
+		}
+		dst = append(dst, piece{text: s[start:stop], id: id, isToken: true})
+		prev = stop
+		i = max(i, stop-1)
 	}
 	if prev < len(s) {
 		dst = append(dst, piece{text: s[prev:]})
 	}
 	return dst
+}
+
+// isWordChar reports whether c matches \w of the Rust regex crate:
+// Alphabetic, marks, decimal digits, connector punctuation, joiners.
+func isWordChar(c rune) bool {
+	return unicode.IsLetter(c) || unicode.IsMark(c) || unicode.Is(unicode.Nd, c) ||
+		unicode.Is(unicode.Nl, c) || unicode.Is(unicode.Other_Alphabetic, c) ||
+		unicode.Is(unicode.Pc, c) || unicode.Is(unicode.Join_Control, c)
+}
+
+func endsWithWord(s string) bool {
+	c, _ := utf8.DecodeLastRuneInString(s)
+	return s != "" && isWordChar(c)
+}
+
+func startsWithWord(s string) bool {
+	c, _ := utf8.DecodeRuneInString(s)
+	return s != "" && isWordChar(c)
 }

@@ -55,7 +55,7 @@ func TestRegexLookahead(t *testing.T) {
 }
 
 func TestMatcherLeftmostLongest(t *testing.T) {
-	m := newMatcher(map[string]uint32{"<a>": 1, "<a><b>": 2, "b>": 3, "<": 4})
+	m := newMatcher(map[string]uint32{"<a>": 1, "<a><b>": 2, "b>": 3, "<": 4}, nil)
 	got := m.split("x<a><b>y<a>b><", nil)
 	want := []piece{
 		{text: "x"}, {text: "<a><b>", id: 2, isToken: true}, {text: "y"},

@@ -19,7 +19,7 @@ var families = []string{"llama3_1", "qwen3", "llama2", "gemma3", "deepseek_v3", 
 
 // derivedFamilies are fixtures with components replaced, as described by
 // testdata/derived/<name>.json, for components no fixture uses.
-var derivedFamilies = []string{"mistral_metaspace_first", "mistral_metaspace_split"}
+var derivedFamilies = []string{"mistral_metaspace_first", "mistral_metaspace_split", "qwen3_strip_flags"}
 
 // derivedJSON builds a derived tokenizer.json: the base fixture's top-level
 // fields with the spec's "set" fields replaced (as scripts/goldens/gen.mjs

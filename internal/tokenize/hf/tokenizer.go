@@ -179,13 +179,11 @@ func (t *Tokenizer) setAddedTokens(list []addedTokenJSON) error {
 	t.addedByID = make(map[uint32]addedToken, len(list))
 	raw := map[string]uint32{}
 	normed := map[string]uint32{}
+	flags := map[uint32]addedToken{}
 	t.vocabSize = len(t.model.idToTok)
 	for i, a := range list {
 		if a.Content == "" {
 			continue
-		}
-		if a.SingleWord || a.LStrip || a.RStrip {
-			return fmt.Errorf("added_tokens[%d] %q: single_word, lstrip and rstrip are not supported", i, a.Content)
 		}
 		normalized := !a.Special
 		if a.Normalized != nil {
@@ -198,7 +196,11 @@ func (t *Tokenizer) setAddedTokens(list []addedTokenJSON) error {
 		if int64(id) >= int64(len(t.model.idToTok))+int64(len(list))+1<<16 {
 			return fmt.Errorf("added_tokens[%d] %q: id %d is far beyond the vocabulary", i, a.Content, id)
 		}
-		tok := addedToken{id: id, content: a.Content, special: a.Special, normalized: normalized}
+		tok := addedToken{id: id, content: a.Content, special: a.Special, normalized: normalized,
+			singleWord: a.SingleWord, lstrip: a.LStrip, rstrip: a.RStrip}
+		if tok.singleWord || tok.lstrip || tok.rstrip {
+			flags[id] = tok
+		}
 		t.added[a.Content] = id
 		t.addedByID[id] = tok
 		t.vocabSize = max(t.vocabSize, int(id)+1)
@@ -212,8 +214,8 @@ func (t *Tokenizer) setAddedTokens(list []addedTokenJSON) error {
 			raw[a.Content] = id
 		}
 	}
-	t.rawAdded = newMatcher(raw)
-	t.normAdded = newMatcher(normed)
+	t.rawAdded = newMatcher(raw, flags)
+	t.normAdded = newMatcher(normed, flags)
 	return nil
 }
 

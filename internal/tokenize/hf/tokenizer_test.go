@@ -94,7 +94,6 @@ func TestRefusesUnsupported(t *testing.T) {
 		{"decoder", `"decoder": {"type": "ByteLevel"`, `"decoder": {"type": "WordPiece"`, `decoder "WordPiece" is not supported`},
 		{"post_processor", `"post_processor": {"type": "TemplateProcessing"`, `"post_processor": {"type": "Foo"`, `post_processor "Foo" is not supported`},
 		{"unknown_option", "\"use_regex\": true},\n  \"post", "\"use_regex\": true, \"new_knob\": 1},\n  \"post", `unknown`},
-		{"lstrip", `"lstrip": false, "rstrip": false, "normalized": false`, `"lstrip": true, "rstrip": false, "normalized": false`, `lstrip`},
 		{"merge_oov", `["a", "b"], ["Ġ", "ab"]`, `["a", "b"], ["Ġ", "zz"]`, `not in the vocabulary`},
 		{"bad_regex", `{"type": "NFC"}`, `{"type": "Replace", "pattern": {"Regex": "("}, "content": ""}`, `compile regex`},
 	}
