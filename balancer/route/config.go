@@ -200,8 +200,8 @@ func (c Config) Validate() error {
 	if o.TTL < 0 {
 		bad("overlay.ttl", ">= 0", o.TTL)
 	}
-	if o.Slots < 1 || o.Slots&(o.Slots-1) != 0 || o.Slots > 1<<24 {
-		bad("overlay.slots", "a power of two in [1, 16777216]", o.Slots)
+	if o.Slots < 2 || o.Slots&(o.Slots-1) != 0 || o.Slots > 1<<24 {
+		bad("overlay.slots", "a power of two in [2, 16777216]", o.Slots)
 	}
 	if o.Stride < 1 {
 		bad("overlay.stride", ">= 1", o.Stride)

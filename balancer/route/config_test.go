@@ -44,7 +44,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"rate", func(c *Config) { c.Cost.LinearTokPerSec = 0 }, []string{"cost_model.linear_tok_per_sec must be > 0 and finite, got 0"}},
 		{"budget", func(c *Config) { c.Cost.StepTokenBudget = 0 }, []string{"cost_model.step_token_budget must be >= 1, got 0"}},
 		{"hot wait", func(c *Config) { c.Cost.HotPrefixQueueWait = -1 }, []string{"cost_model.hot_prefix_queue_wait must be >= 0, got -1ns"}},
-		{"slots", func(c *Config) { c.Overlay.Slots = 1000 }, []string{"overlay.slots must be a power of two in [1, 16777216], got 1000"}},
+		{"slots", func(c *Config) { c.Overlay.Slots = 1000 }, []string{"overlay.slots must be a power of two in [2, 16777216], got 1000"}},
 		{"points", func(c *Config) { c.Overlay.MaxPoints = 0 }, []string{"overlay.max_points must be in [1, 64], got 0"}},
 		{"every problem at once", func(c *Config) {
 			c.PrefixBlocks = -2

@@ -21,11 +21,13 @@ const maxOverlayPoints = 64
 // of block i names the whole prefix 0..i, so a later prompt that shares that
 // prefix finds the entry at the same grid point.
 //
-// The table is direct-mapped and bounded: a newer entry overwrites an older
-// one in its slot, and one prefix remembers only its latest replica. Every
-// slot is a seqlock over atomic words, so lookups are lock-free and never
-// wait, and a write that races another write to the same slot is dropped
-// (the overlay is a hint). Safe for concurrent use.
+// The table is bounded and 2-way set-associative: a prefix can be remembered
+// on two replicas at once (its first home and the replica a hot prefix was
+// replicated to), and a newer entry evicts, in order, a dead one, another
+// prefix's, then the older of the prefix's two. Every slot is a seqlock over
+// atomic words, so lookups are lock-free and never wait, and a write that
+// races another write to the same slot is dropped (the overlay is a hint).
+// Safe for concurrent use.
 type Overlay struct {
 	slots        []slot
 	mask         uint64
@@ -52,9 +54,10 @@ type overlayHit struct {
 // NewOverlay returns an empty overlay. prefixBlocks is the prefix length
 // always remembered (Config.PrefixBlocks). cfg must be valid.
 func NewOverlay(cfg OverlayConfig, prefixBlocks int) *Overlay {
+	n := max(cfg.Slots, 2) // one 2-way set at least
 	return &Overlay{
-		slots:        make([]slot, cfg.Slots),
-		mask:         uint64(cfg.Slots - 1),
+		slots:        make([]slot, n),
+		mask:         uint64(n - 1),
 		ttl:          int64(cfg.TTL),
 		stride:       max(cfg.Stride, 1),
 		maxPoints:    max(cfg.MaxPoints, 1),
@@ -127,7 +130,28 @@ func (o *Overlay) strideFor(n int) int {
 }
 
 func (o *Overlay) store(h kvblock.Hash, replica uint64, blocks int, exp int64) {
-	sl := &o.slots[mix64(uint64(h))&o.mask]
+	pair := o.pair(h)
+	now := exp - o.ttl
+	// Victim order: this very entry (refresh), a dead slot, another prefix,
+	// then this prefix on another replica; the older on a tie.
+	rank := func(sl *slot) (int, int64) {
+		key, rep, e := sl.key.Load(), sl.replica.Load(), sl.expires.Load()
+		switch {
+		case key == uint64(h) && rep == replica:
+			return 0, e
+		case e <= now:
+			return 1, e
+		case key != uint64(h):
+			return 2, e
+		default:
+			return 3, e
+		}
+	}
+	sl := &pair[0]
+	r0, e0 := rank(&pair[0])
+	if r1, e1 := rank(&pair[1]); r1 < r0 || r1 == r0 && e1 < e0 {
+		sl = &pair[1]
+	}
 	seq := sl.seq.Load()
 	if seq&1 != 0 || !sl.seq.CompareAndSwap(seq, seq+1) {
 		return // another write is in progress: drop this one
@@ -139,16 +163,31 @@ func (o *Overlay) store(h kvblock.Hash, replica uint64, blocks int, exp int64) {
 	sl.seq.Store(seq + 2)
 }
 
+// pair returns the two slots (a 2-way set) where h may live.
+func (o *Overlay) pair(h kvblock.Hash) *[2]slot {
+	i := mix64(uint64(h)) & o.mask &^ 1
+	return (*[2]slot)(o.slots[i : i+2])
+}
+
 func (o *Overlay) probe(dst []overlayHit, h kvblock.Hash, blocks int, now int64) []overlayHit {
-	sl := &o.slots[mix64(uint64(h))&o.mask]
-	seq := sl.seq.Load()
-	if seq&1 != 0 {
-		return dst
+	pair := o.pair(h)
+	for k := range pair {
+		sl := &pair[k]
+		seq := sl.seq.Load()
+		if seq&1 != 0 {
+			continue
+		}
+		key, replica, exp, got := sl.key.Load(), sl.replica.Load(), sl.expires.Load(), sl.blocks.Load()
+		if sl.seq.Load() != seq || key != uint64(h) || exp <= now || int(got) != blocks {
+			continue
+		}
+		dst = addHit(dst, replica, blocks)
 	}
-	key, replica, exp, got := sl.key.Load(), sl.replica.Load(), sl.expires.Load(), sl.blocks.Load()
-	if sl.seq.Load() != seq || key != uint64(h) || exp <= now || int(got) != blocks {
-		return dst
-	}
+	return dst
+}
+
+// addHit merges a remembered prefix into dst, keeping the longest per replica.
+func addHit(dst []overlayHit, replica uint64, blocks int) []overlayHit {
 	for i := range dst {
 		if dst[i].replica == replica {
 			dst[i].blocks = max(dst[i].blocks, blocks)

@@ -124,3 +124,32 @@ func TestOverlayConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A prefix is remembered on two replicas at once (its home and a replica),
+// a third placement evicts the older of the two, and a placement of another
+// prefix in a full set evicts a dead entry first.
+func TestOverlayTwoWays(t *testing.T) {
+	cfg := DefaultConfig().Overlay
+	cfg.Slots = 2 // one set: every prefix collides
+	o := NewOverlay(cfg, 1)
+	hs := prompt(1, 1, 1, 1)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	o.Record(hs, "a", at(0))
+	o.Record(hs, "b", at(1))
+	if o.LongestPrefix(hs, "a", at(2)) != 1 || o.LongestPrefix(hs, "b", at(2)) != 1 {
+		t.Fatal("a prefix placed on a and b is not remembered on both")
+	}
+	o.Record(hs, "a", at(3)) // refresh: a is now the newer
+	o.Record(hs, "c", at(4)) // evicts b, the older
+	for id, want := range map[string]int{"a": 1, "b": 0, "c": 1} {
+		if got := o.LongestPrefix(hs, id, at(5)); got != want {
+			t.Errorf("after refresh and a third placement: LongestPrefix(%s) = %d, want %d", id, got, want)
+		}
+	}
+	other := prompt(2, 2, 1, 1)
+	late := at(3).Add(cfg.TTL) // a (recorded at 3 ms) is dead, c alive
+	o.Record(other, "d", late)
+	if o.LongestPrefix(hs, "c", late) != 1 || o.LongestPrefix(other, "d", late) != 1 {
+		t.Error("a new prefix did not take the dead slot")
+	}
+}
