@@ -1,0 +1,224 @@
+package balancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/inferrail/inferrail/balancer/fleet"
+	"github.com/inferrail/inferrail/balancer/proxy"
+	"github.com/inferrail/inferrail/gossip"
+	"github.com/inferrail/inferrail/internal/buildinfo"
+	"github.com/inferrail/inferrail/internal/tokenize"
+)
+
+// Balancer is one balancer process.
+type Balancer struct {
+	cfg    Config
+	log    *slog.Logger
+	gather prometheus.Gatherer
+	m      *metrics
+	node   *gossip.Node // nil: gossip disabled
+	fleet  *fleet.Fleet
+	proxy  *proxy.Proxy
+	pool   *tokenize.Pool
+	models *models
+	now    func() time.Time
+
+	scratch sync.Pool // *scratch
+
+	readyMu    sync.Mutex // protects clientAddr and adminAddr
+	clientAddr string
+	adminAddr  string
+	ready      chan struct{}
+}
+
+// New validates cfg, loads the tokenizers, binds the gossip (if enabled) and
+// builds the fleet. log may be nil. reg receives every metric; when it is
+// also a prometheus.Gatherer, the admin port serves it.
+func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid config:\n%w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	b := &Balancer{cfg: cfg, log: log, m: newMetrics(reg), now: time.Now, ready: make(chan struct{})}
+	if g, ok := reg.(prometheus.Gatherer); ok {
+		b.gather = g
+	}
+	var err error
+	if b.models, err = newModels(&b.cfg, reg); err != nil {
+		return nil, err
+	}
+	b.pool = tokenize.NewPool(tokenize.PoolConfig{
+		Workers: cfg.Tokenize.Workers, MaxWait: cfg.Tokenize.MaxWait,
+		MaxQueue: cfg.Tokenize.MaxQueue, MaxSize: cfg.Tokenize.MaxSize,
+	}, reg)
+	b.proxy = proxy.New(cfg.Timeouts.Upstream)
+	var src fleet.MemberSource
+	if cfg.Gossip.Enabled {
+		gc, err := b.gossipConfig()
+		if err != nil {
+			return nil, err
+		}
+		if b.node, err = gossip.New(gc, log.With("component", "gossip"), reg); err != nil {
+			return nil, err
+		}
+		src = b.node.Fleet()
+	}
+	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health}
+	for _, r := range cfg.Replicas {
+		u, _ := url.Parse(r.URL) // validated
+		fc.Static = append(fc.Static, fleet.Spec{
+			ID: r.Name, URL: u, H2C: r.H2C, Static: true, Models: r.Models, BlockSize: r.BlockSize,
+			MaxConcurrency: r.MaxConcurrency, MaxPending: r.MaxPending, CapacityBlocks: r.KVCapacityBlocks, Weight: r.Weight,
+		})
+	}
+	if b.fleet, err = fleet.New(fc, src, prober{b.proxy}, log.With("component", "fleet"), reg); err != nil {
+		if b.node != nil {
+			_ = b.node.Shutdown()
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// gossipConfig maps the gossip section onto gossip.Config.
+func (b *Balancer) gossipConfig() (gossip.Config, error) {
+	c := b.cfg.Gossip
+	gc := gossip.DefaultConfig()
+	gc.Role = gossip.RoleBalancer
+	host, port, _ := net.SplitHostPort(c.Bind)
+	gc.BindAddr = host
+	gc.BindPort, _ = strconv.Atoi(port)
+	if c.Advertise != "" {
+		if h, p, err := net.SplitHostPort(c.Advertise); err == nil {
+			gc.AdvertiseAddr = h
+			gc.AdvertisePort, _ = strconv.Atoi(p)
+		} else {
+			gc.AdvertiseAddr = c.Advertise
+		}
+	}
+	if c.NodeName != "" {
+		gc.NodeName = c.NodeName
+	} else if h, err := os.Hostname(); err == nil {
+		gc.NodeName = h + "-balancer"
+	}
+	gc.Join = c.Join
+	gc.ClusterLabel = c.ClusterLabel
+	gc.Profile = gossip.Profile(c.Profile)
+	gc.Meta = gossip.Meta{Version: buildinfo.Version()}
+	if c.KeyFile != "" {
+		k, err := gossip.LoadKeyFile(c.KeyFile)
+		if err != nil {
+			return gc, err
+		}
+		gc.SecretKey = k
+	}
+	return gc, nil
+}
+
+// prober probes replicas through the proxy's transports.
+type prober struct{ p *proxy.Proxy }
+
+func (p prober) Probe(ctx context.Context, r *fleet.Replica, path string) error {
+	return p.p.Probe(ctx, proxy.Upstream{Base: r.URL, H2C: r.H2C}, path)
+}
+
+// Fleet returns the balancer's fleet.
+func (b *Balancer) Fleet() *fleet.Fleet { return b.fleet }
+
+// Node returns the gossip node (nil when gossip is disabled).
+func (b *Balancer) Node() *gossip.Node { return b.node }
+
+// Addrs returns the bound client and admin addresses once Run listens.
+func (b *Balancer) Addrs(ctx context.Context) (client, admin string, err error) {
+	select {
+	case <-b.ready:
+	case <-ctx.Done():
+		return "", "", ctx.Err()
+	}
+	b.readyMu.Lock()
+	defer b.readyMu.Unlock()
+	return b.clientAddr, b.adminAddr, nil
+}
+
+// clientProtocols serves HTTP/1.1 and h2c (HTTP/2 with prior knowledge).
+func clientProtocols() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	return &p
+}
+
+// Run listens on the client and admin addresses, runs the gossip node and
+// the fleet, and serves until ctx ends; then it stops accepting, drains
+// in-flight requests for up to ShutdownTimeout and leaves the gossip.
+func (b *Balancer) Run(ctx context.Context) error {
+	var lc net.ListenConfig
+	cl, err := lc.Listen(ctx, "tcp", b.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", b.cfg.Listen, err)
+	}
+	al, err := lc.Listen(ctx, "tcp", b.cfg.Admin)
+	if err != nil {
+		cl.Close()
+		return fmt.Errorf("listen %s: %w", b.cfg.Admin, err)
+	}
+	b.readyMu.Lock()
+	b.clientAddr, b.adminAddr = cl.Addr().String(), al.Addr().String()
+	b.readyMu.Unlock()
+	close(b.ready)
+	b.log.Info("balancer listening", "listen", b.clientAddr, "admin", b.adminAddr)
+
+	client := &http.Server{Handler: b.Handler(), Protocols: clientProtocols(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
+	admin := &http.Server{Handler: b.AdminHandler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
+
+	g, gctx := errgroup.WithContext(ctx)
+	named := func(name string, err error) error {
+		if err == nil || errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	g.Go(func() error { return named("client server", client.Serve(cl)) })
+	g.Go(func() error { return named("admin server", admin.Serve(al)) })
+	fctx, stopFleet := context.WithCancel(context.Background())
+	defer stopFleet()
+	g.Go(func() error { return named("fleet", b.fleet.Run(fctx)) })
+	nodeCtx, stopNode := context.WithCancel(context.Background())
+	defer stopNode()
+	if b.node != nil {
+		g.Go(func() error { return named("gossip", b.node.Run(nodeCtx)) })
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), b.cfg.ShutdownTimeout)
+		defer cancel()
+		err := client.Shutdown(sctx)
+		stopNode()
+		stopFleet()
+		_ = admin.Shutdown(sctx)
+		b.proxy.Close()
+		if err != nil {
+			b.log.Warn("drain did not finish", "err", err)
+		}
+		return nil
+	})
+	return g.Wait()
+}

@@ -1,0 +1,348 @@
+package balancer
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/inferrail/inferrail/balancer/fleet"
+	"github.com/inferrail/inferrail/balancer/proxy"
+	"github.com/inferrail/inferrail/balancer/route"
+	"github.com/inferrail/inferrail/gossip"
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// Config is the whole balancer configuration: DefaultConfig, then a YAML
+// file decoded over it (LoadConfigFile), then flags, then Validate.
+type Config struct {
+	// Listen is the client address (HTTP/1.1 and h2c).
+	Listen string `yaml:"listen"`
+	// Admin is the admin address: /metrics, /healthz, /v1/gossip/*. Never
+	// the client port.
+	Admin string `yaml:"admin"`
+	// MaxBodyBytes caps a request body.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ShutdownTimeout bounds the drain of in-flight requests on shutdown.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Models configures the models served; a model a gossip replica serves
+	// but not listed here is routed with the routing defaults and no
+	// tokenizer.
+	Models []ModelConfig `yaml:"models"`
+	// Replicas lists static replicas (engines or providers without a
+	// sidecar).
+	Replicas []ReplicaConfig `yaml:"replicas"`
+	// ReplicaDefaults are the caps of replicas learned from the gossip.
+	ReplicaDefaults fleet.ReplicaDefaults `yaml:"replica_defaults"`
+	Gossip          GossipConfig          `yaml:"gossip"`
+	Routing         RoutingConfig         `yaml:"routing"`
+	Health          fleet.HealthConfig    `yaml:"health"`
+	Retry           RetryConfig           `yaml:"retry"`
+	Timeouts        TimeoutsConfig        `yaml:"timeouts"`
+	Tokenize        TokenizeConfig        `yaml:"tokenize"`
+}
+
+// ModelConfig is one model.
+type ModelConfig struct {
+	// Name is the model name the replicas serve (and that seeds the block
+	// hashes).
+	Name string `yaml:"name"`
+	// Aliases are other names clients may use; the body's "model" is
+	// rewritten to Name.
+	Aliases []string `yaml:"aliases"`
+	// Tokenizer is "builtin:sim", a model directory, or "" (no prediction).
+	Tokenizer string `yaml:"tokenizer"`
+	// ChatTemplate overrides the model's chat template (a path or the text).
+	ChatTemplate string `yaml:"chat_template"`
+	// BlockSize is the engines' KV block size in tokens.
+	BlockSize int `yaml:"block_size"`
+	// Routing is the model's policy and cost model; policy "" and seed 0
+	// take routing.default_policy and routing.seed.
+	Routing route.Config `yaml:"routing"`
+}
+
+// ReplicaConfig is one static replica.
+type ReplicaConfig struct {
+	// Name identifies the replica (metrics, headers, prefix_hash placement).
+	Name string `yaml:"name"`
+	// URL is the base URL (http://host:port, optionally with a path prefix).
+	URL string `yaml:"url"`
+	// H2C reaches the replica over HTTP/2 with prior knowledge.
+	H2C bool `yaml:"h2c"`
+	// Models lists the model names it serves.
+	Models []string `yaml:"models"`
+	// MaxConcurrency and MaxPending cap this balancer's requests in flight
+	// and waiting for a first byte (0: no cap).
+	MaxConcurrency int `yaml:"max_concurrency"`
+	MaxPending     int `yaml:"max_pending"`
+	// KVCapacityBlocks is the engine's KV capacity in blocks (0: unknown).
+	KVCapacityBlocks int `yaml:"kv_capacity_blocks"`
+	// BlockSize is its KV block size (0: the model's).
+	BlockSize int `yaml:"block_size"`
+	// Weight scales its share (0: 1).
+	Weight float64 `yaml:"weight"`
+}
+
+// GossipConfig configures the balancer's gossip membership.
+type GossipConfig struct {
+	// Enabled joins the gossip to learn sidecars.
+	Enabled bool `yaml:"enabled"`
+	// Bind is the gossip bind IP:port (port 0 picks one).
+	Bind string `yaml:"bind"`
+	// Advertise is the address other nodes use (IP or IP:port; empty: the
+	// bind address).
+	Advertise string `yaml:"advertise"`
+	// NodeName is the unique node name (empty: the host name).
+	NodeName string `yaml:"node_name"`
+	// Join lists seeds host:port.
+	Join []string `yaml:"join"`
+	// KeyFile holds the encryption key (base64 or raw 16/24/32 bytes).
+	KeyFile string `yaml:"key_file"`
+	// ClusterLabel separates clusters on one network.
+	ClusterLabel string `yaml:"cluster_label"`
+	// Profile is lan or local.
+	Profile string `yaml:"profile"`
+}
+
+// RoutingConfig holds the routing defaults.
+type RoutingConfig struct {
+	// DefaultPolicy is the policy of models that do not name one.
+	DefaultPolicy string `yaml:"default_policy"`
+	// Seed seeds models that do not set their own.
+	Seed uint64 `yaml:"seed"`
+}
+
+// RetryConfig bounds retries before the first byte.
+type RetryConfig struct {
+	// MaxAttempts counts the first attempt (1: no retries).
+	MaxAttempts int `yaml:"max_attempts"`
+	// BackoffBase is the wait before the second attempt; it doubles per
+	// attempt up to BackoffMax.
+	BackoffBase time.Duration `yaml:"backoff_base"`
+	BackoffMax  time.Duration `yaml:"backoff_max"`
+}
+
+// TimeoutsConfig holds the request path's time limits.
+type TimeoutsConfig struct {
+	// ReadBody bounds reading the request body.
+	ReadBody time.Duration `yaml:"read_body"`
+	// Route is the one deadline for getting a first byte, across every
+	// attempt and backoff.
+	Route time.Duration `yaml:"route"`
+	// Upstream holds the per-attempt transport limits.
+	Upstream proxy.Config `yaml:"upstream"`
+}
+
+// TokenizeConfig bounds the CPU spent tokenizing (internal/tokenize.Pool).
+type TokenizeConfig struct {
+	Workers  int           `yaml:"workers"`
+	MaxWait  time.Duration `yaml:"max_wait"`
+	MaxQueue int           `yaml:"max_queue"`
+	MaxSize  int           `yaml:"max_size"`
+}
+
+// DefaultConfig returns the defaults every field starts from.
+func DefaultConfig() Config {
+	return Config{
+		Listen:          "127.0.0.1:8080",
+		Admin:           "127.0.0.1:9090",
+		MaxBodyBytes:    32 << 20,
+		ShutdownTimeout: 30 * time.Second,
+		Gossip:          GossipConfig{Enabled: true, Bind: "0.0.0.0:7946", Profile: string(gossip.ProfileLAN)},
+		Routing:         RoutingConfig{DefaultPolicy: route.PolicyCostModel, Seed: 1},
+		Health:          fleet.DefaultHealthConfig(),
+		Retry:           RetryConfig{MaxAttempts: 3, BackoffBase: 25 * time.Millisecond, BackoffMax: time.Second},
+		Timeouts: TimeoutsConfig{
+			ReadBody: 30 * time.Second,
+			Route:    2 * time.Minute,
+			Upstream: proxy.DefaultConfig(),
+		},
+		Tokenize: TokenizeConfig{MaxWait: 25 * time.Millisecond, MaxSize: 8 << 20},
+	}
+}
+
+// defaultModel is what each models[] entry starts from.
+func defaultModel() ModelConfig {
+	rc := route.DefaultConfig()
+	rc.Policy, rc.Seed = "", 0
+	return ModelConfig{BlockSize: kvblock.DefaultBlockSize, Routing: rc}
+}
+
+// routeConfig returns the model's route config with the routing defaults
+// filled in.
+func (c *Config) routeConfig(m *ModelConfig) route.Config {
+	rc := m.Routing
+	if rc.Policy == "" {
+		rc.Policy = c.Routing.DefaultPolicy
+	}
+	if rc.Seed == 0 {
+		rc.Seed = c.Routing.Seed
+	}
+	return rc
+}
+
+// autoModel is the config of a model served by a gossip replica but not
+// listed in models.
+func (c *Config) autoModel(name string) ModelConfig {
+	m := defaultModel()
+	m.Name = name
+	m.Routing = c.routeConfig(&m)
+	return m
+}
+
+// Validate reports every problem at once, each named by its YAML path and
+// value.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	checkAddr := func(name, v string) {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			bad("%s must be host:port, got %q", name, v)
+		}
+	}
+	checkAddr("listen", c.Listen)
+	checkAddr("admin", c.Admin)
+	if c.Listen == c.Admin {
+		bad("admin must differ from listen, got %q for both", c.Admin)
+	}
+	if c.MaxBodyBytes < 1 {
+		bad("max_body_bytes must be >= 1, got %d", c.MaxBodyBytes)
+	}
+	if c.ShutdownTimeout < 0 {
+		bad("shutdown_timeout must be >= 0, got %v", c.ShutdownTimeout)
+	}
+	names := map[string]string{}
+	claim := func(name, path string) {
+		if prev, ok := names[name]; ok {
+			bad("%s %q is already used by %s", path, name, prev)
+			return
+		}
+		names[name] = path
+	}
+	for i := range c.Models {
+		m := &c.Models[i]
+		p := fmt.Sprintf("models[%d]", i)
+		if m.Name == "" {
+			bad("%s.name must not be empty", p)
+		} else {
+			claim(m.Name, p+".name")
+		}
+		for j, a := range m.Aliases {
+			if a == "" {
+				bad("%s.aliases[%d] must not be empty", p, j)
+			} else {
+				claim(a, fmt.Sprintf("%s.aliases[%d]", p, j))
+			}
+		}
+		if m.BlockSize < 1 || m.BlockSize > 1<<16 {
+			bad("%s.block_size must be in [1, 65536], got %d", p, m.BlockSize)
+		}
+		errs = append(errs, prefixed(p+".routing.", c.routeConfig(m).Validate())...)
+	}
+	ids := map[string]bool{}
+	for i, r := range c.Replicas {
+		p := fmt.Sprintf("replicas[%d]", i)
+		if r.Name == "" {
+			bad("%s.name must not be empty", p)
+		} else if ids[r.Name] {
+			bad("%s.name %q is not unique", p, r.Name)
+		}
+		ids[r.Name] = true
+		if u, err := url.Parse(r.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("%s.url must be an http:// or https:// URL, got %q", p, r.URL)
+		} else if u.Scheme == "https" && r.H2C {
+			bad("%s.h2c needs an http:// url, got %q", p, r.URL)
+		}
+		if len(r.Models) == 0 {
+			bad("%s.models must name at least one model", p)
+		}
+		for j, m := range r.Models {
+			if m == "" {
+				bad("%s.models[%d] must not be empty", p, j)
+			}
+		}
+		if r.MaxConcurrency < 0 {
+			bad("%s.max_concurrency must be >= 0, got %d", p, r.MaxConcurrency)
+		}
+		if r.MaxPending < 0 {
+			bad("%s.max_pending must be >= 0, got %d", p, r.MaxPending)
+		}
+		if r.KVCapacityBlocks < 0 {
+			bad("%s.kv_capacity_blocks must be >= 0, got %d", p, r.KVCapacityBlocks)
+		}
+		if r.BlockSize < 0 {
+			bad("%s.block_size must be >= 0, got %d", p, r.BlockSize)
+		}
+		if !(r.Weight >= 0) || r.Weight > 1e6 {
+			bad("%s.weight must be in [0, 1e6], got %v", p, r.Weight)
+		}
+	}
+	d := c.ReplicaDefaults
+	if d.MaxConcurrency < 0 || d.MaxPending < 0 || d.CapacityBlocks < 0 {
+		bad("replica_defaults must not be negative, got %+v", d)
+	}
+	if c.Gossip.Enabled {
+		checkAddr("gossip.bind", c.Gossip.Bind)
+		if host, _, err := net.SplitHostPort(c.Gossip.Bind); err == nil && net.ParseIP(host) == nil {
+			bad("gossip.bind must be an IP:port, got %q", c.Gossip.Bind)
+		}
+		for i, j := range c.Gossip.Join {
+			if _, _, err := net.SplitHostPort(j); err != nil {
+				bad("gossip.join[%d] must be host:port, got %q", i, j)
+			}
+		}
+		if p := gossip.Profile(c.Gossip.Profile); p != gossip.ProfileLAN && p != gossip.ProfileLocal {
+			bad("gossip.profile must be lan or local, got %q", c.Gossip.Profile)
+		}
+	} else if len(c.Replicas) == 0 {
+		bad("replicas must not be empty when gossip.enabled is false")
+	}
+	known := false
+	for _, p := range route.Policies {
+		known = known || p == c.Routing.DefaultPolicy
+	}
+	if !known {
+		bad("routing.default_policy must be one of %v, got %q", route.Policies, c.Routing.DefaultPolicy)
+	}
+	errs = append(errs, prefixed("", c.Health.Validate("health"))...)
+	if c.Retry.MaxAttempts < 1 || c.Retry.MaxAttempts > 100 {
+		bad("retry.max_attempts must be in [1, 100], got %d", c.Retry.MaxAttempts)
+	}
+	if c.Retry.BackoffBase < 0 {
+		bad("retry.backoff_base must be >= 0, got %v", c.Retry.BackoffBase)
+	}
+	if c.Retry.BackoffMax < c.Retry.BackoffBase {
+		bad("retry.backoff_max must be >= retry.backoff_base, got %v", c.Retry.BackoffMax)
+	}
+	if c.Timeouts.ReadBody <= 0 {
+		bad("timeouts.read_body must be > 0, got %v", c.Timeouts.ReadBody)
+	}
+	if c.Timeouts.Route <= 0 {
+		bad("timeouts.route must be > 0, got %v", c.Timeouts.Route)
+	}
+	errs = append(errs, prefixed("", c.Timeouts.Upstream.Validate("timeouts.upstream"))...)
+	t := c.Tokenize
+	if t.Workers < 0 || t.MaxWait < 0 || t.MaxQueue < 0 || t.MaxSize < 0 {
+		bad("tokenize fields must not be negative, got %+v", t)
+	}
+	return errors.Join(errs...)
+}
+
+// prefixed flattens err (joined errors too) and prefixes each message.
+func prefixed(prefix string, err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, prefixed(prefix, e)...)
+		}
+		return out
+	}
+	if prefix == "" {
+		return []error{err}
+	}
+	return []error{fmt.Errorf("%s%w", prefix, err)}
+}

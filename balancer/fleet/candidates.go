@@ -1,0 +1,71 @@
+package fleet
+
+import (
+	"time"
+
+	"github.com/inferrail/inferrail/balancer/route"
+	"github.com/inferrail/inferrail/gossip/summary"
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// ModelSet is the replicas serving one model and their routing candidates.
+type ModelSet struct {
+	Model string
+	// Replicas lists the replicas, sorted by ID; Candidates fills candidate
+	// i from Replicas[i].
+	Replicas []*Replica
+	base     []route.Candidate
+}
+
+// build fills the candidates' immutable fields.
+func (m *ModelSet) build() {
+	m.base = make([]route.Candidate, len(m.Replicas))
+	for i, r := range m.Replicas {
+		m.base[i] = route.Candidate{
+			ID: r.ID, Models: r.Models, Weight: r.Weight,
+			MaxConcurrency: r.MaxConcurrency, MaxPending: r.MaxPending,
+			Own: &r.Counters, BlockSize: r.BlockSize, CapacityBlocks: r.CapacityBlocks,
+		}
+	}
+	route.Prepare(m.base)
+}
+
+// Candidates appends to dst[:0] the routing candidates at now: the immutable
+// fields plus the replica's current health, gossiped load and summary. It
+// allocates only when dst is too small.
+func (m *ModelSet) Candidates(now time.Time, dst []route.Candidate) []route.Candidate {
+	dst = append(dst[:0], m.base...)
+	for i, r := range m.Replicas {
+		c := &dst[i]
+		c.Healthy = r.Healthy(now)
+		mem := r.member.Load()
+		if mem == nil {
+			continue
+		}
+		if lr, fresh, ok := mem.Load(now); ok {
+			l := lr.Load
+			c.Load = route.Load{
+				Known: true, Stale: !fresh, At: lr.ReceivedAt,
+				Running: int(l.Running), Waiting: int(l.Waiting), InFlight: int(l.InFlight),
+				WaitingPrefillTokens: int64(l.WaitingPrefillTokens), HasWaitingPrefillTokens: true,
+				KVUsage: float64(l.KVCacheUsage),
+			}
+		}
+		v, fresh := mem.Summary(now)
+		if v.Info().Valid {
+			c.Prefix = (*gpuView)(v)
+			c.SummaryStale = !fresh
+			c.SummaryAt = mem.SummaryConfirmedAt()
+		}
+	}
+	return dst
+}
+
+// gpuView adapts a summary view to route.PrefixIndex for the GPU medium. A
+// pointer conversion, so building a candidate does not allocate.
+type gpuView summary.View
+
+// LongestPrefix returns the number of leading hashes the GPU filter holds.
+func (g *gpuView) LongestPrefix(hashes []kvblock.Hash) int {
+	return (*summary.View)(g).LongestPrefix(hashes, summary.MediumGPU)
+}

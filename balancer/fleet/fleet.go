@@ -1,0 +1,250 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/inferrail/inferrail/gossip"
+)
+
+// ReplicaDefaults are the caps given to replicas learned from the gossip.
+type ReplicaDefaults struct {
+	MaxConcurrency int `yaml:"max_concurrency"`
+	MaxPending     int `yaml:"max_pending"`
+	// CapacityBlocks is the KV capacity assumed for gossip replicas (0:
+	// unknown).
+	CapacityBlocks int `yaml:"kv_capacity_blocks"`
+}
+
+// Config configures a Fleet.
+type Config struct {
+	// Static lists the replicas from the config file.
+	Static []Spec
+	// Defaults apply to replicas learned from the gossip.
+	Defaults ReplicaDefaults
+	// Health configures probes and ejection.
+	Health HealthConfig
+	// PollInterval is how often the gossip membership is checked for changes
+	// (default 50ms).
+	PollInterval time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// MemberSource is the gossip view: *gossip.Fleet implements it.
+type MemberSource interface {
+	Snapshot() *gossip.FleetSnapshot
+}
+
+var _ MemberSource = (*gossip.Fleet)(nil)
+
+// Snapshot is an immutable view of the replicas; read it, never modify it.
+type Snapshot struct {
+	// Replicas lists every replica, sorted by ID.
+	Replicas []*Replica
+	// Models maps a model name to the replicas serving it.
+	Models map[string]*ModelSet
+	// ModelNames lists the keys of Models, sorted.
+	ModelNames []string
+}
+
+// Replica returns the replica with the given ID, or nil.
+func (s *Snapshot) Replica(id string) *Replica {
+	i, ok := slices.BinarySearchFunc(s.Replicas, id, func(r *Replica, id string) int { return strings.Compare(r.ID, id) })
+	if !ok {
+		return nil
+	}
+	return s.Replicas[i]
+}
+
+// Fleet tracks the replicas. Snapshot never blocks; Run keeps the snapshot in
+// step with the gossip and runs the health checks.
+type Fleet struct {
+	cfg    Config
+	log    *slog.Logger
+	m      *metrics
+	src    MemberSource // nil: static replicas only
+	prober Prober       // nil: no active probes
+
+	mu       sync.Mutex // protects replicas and lastSrc
+	replicas map[string]*Replica
+	lastSrc  *gossip.FleetSnapshot
+
+	ejectMu sync.Mutex // serializes ejection decisions
+	readmit chan time.Time
+
+	snap atomic.Pointer[Snapshot]
+}
+
+// New returns a fleet with the static replicas of cfg. src (the gossip view)
+// and prober may be nil; log may be nil and reg nil.
+func New(cfg Config, src MemberSource, prober Prober, log *slog.Logger, reg prometheus.Registerer) (*Fleet, error) {
+	if err := cfg.Health.Validate("health"); err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	ids := map[string]bool{}
+	for _, s := range cfg.Static {
+		if s.ID == "" || s.URL == nil {
+			return nil, errors.New("fleet: a static replica needs an ID and a URL")
+		}
+		if ids[s.ID] {
+			return nil, fmt.Errorf("fleet: duplicate replica %q", s.ID)
+		}
+		ids[s.ID] = true
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 50 * time.Millisecond
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	f := &Fleet{
+		cfg: cfg, log: log, src: src, prober: prober,
+		replicas: make(map[string]*Replica),
+		readmit:  make(chan time.Time, 1),
+	}
+	f.m = newMetrics(reg, f)
+	f.refresh()
+	return f, nil
+}
+
+func (f *Fleet) now() time.Time { return f.cfg.Now() }
+
+// Snapshot returns the current replicas. It never blocks.
+func (f *Fleet) Snapshot() *Snapshot { return f.snap.Load() }
+
+// Run follows the gossip membership and runs the health checks until ctx
+// ends.
+func (f *Fleet) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	if f.src != nil {
+		g.Go(func() error {
+			t := time.NewTicker(f.cfg.PollInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-t.C:
+					f.refresh()
+				}
+			}
+		})
+	}
+	g.Go(func() error { return f.healthLoop(ctx) })
+	return g.Wait()
+}
+
+// refresh rebuilds the snapshot if the gossip membership changed (or on the
+// first call).
+func (f *Fleet) refresh() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var gs *gossip.FleetSnapshot
+	if f.src != nil {
+		gs = f.src.Snapshot()
+		if gs == f.lastSrc && f.snap.Load() != nil {
+			return
+		}
+	}
+	f.lastSrc = gs
+	f.rebuildLocked(gs)
+}
+
+// rebuildLocked builds and publishes a snapshot from the static replicas and
+// the alive sidecars of gs. f.mu must be held.
+func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
+	type entry struct {
+		spec   Spec
+		member *gossip.Member
+	}
+	var specs []entry
+	for _, s := range f.cfg.Static {
+		specs = append(specs, entry{spec: s})
+	}
+	if gs != nil {
+		for i := range gs.Members {
+			m := &gs.Members[i]
+			if m.Self || m.Role() != gossip.RoleSidecar || m.Status != gossip.StatusAlive ||
+				m.Meta.DataAddr == "" || len(m.Meta.Models) == 0 {
+				continue
+			}
+			if _, dup := f.staticID(m.Name); dup {
+				f.log.Warn("gossip member has the name of a static replica; ignored", "replica", m.Name)
+				continue
+			}
+			d := f.cfg.Defaults
+			specs = append(specs, entry{member: m, spec: Spec{
+				ID: m.Name, URL: &url.URL{Scheme: "http", Host: m.Meta.DataAddr}, H2C: true,
+				Models: slices.Clone(m.Meta.Models), BlockSize: int(m.Meta.BlockSize),
+				MaxConcurrency: d.MaxConcurrency, MaxPending: d.MaxPending, CapacityBlocks: d.CapacityBlocks,
+			}})
+		}
+	}
+	next := make(map[string]*Replica, len(specs))
+	snap := &Snapshot{Models: make(map[string]*ModelSet)}
+	for _, e := range specs {
+		r := f.replicas[e.spec.ID]
+		if r == nil || !r.Spec.equal(&e.spec) {
+			if r != nil {
+				r.markDown()
+			}
+			r = newReplica(e.spec)
+			if e.member != nil {
+				f.log.Info("replica joined", "replica", r.ID, "url", r.URL.String(), "models", r.Models)
+			}
+		}
+		r.member.Store(e.member)
+		next[r.ID] = r
+		snap.Replicas = append(snap.Replicas, r)
+		for _, m := range r.Models {
+			set := snap.Models[m]
+			if set == nil {
+				set = &ModelSet{Model: m}
+				snap.Models[m] = set
+				snap.ModelNames = append(snap.ModelNames, m)
+			}
+			set.Replicas = append(set.Replicas, r)
+		}
+	}
+	for id, r := range f.replicas {
+		if next[id] != r {
+			r.markDown()
+			if !r.Static {
+				f.log.Info("replica left", "replica", id)
+			}
+		}
+	}
+	f.replicas = next
+	slices.SortFunc(snap.Replicas, func(a, b *Replica) int { return strings.Compare(a.ID, b.ID) })
+	slices.Sort(snap.ModelNames)
+	for _, set := range snap.Models {
+		slices.SortFunc(set.Replicas, func(a, b *Replica) int { return strings.Compare(a.ID, b.ID) })
+		set.build()
+	}
+	f.snap.Store(snap)
+}
+
+func (f *Fleet) staticID(id string) (Spec, bool) {
+	for _, s := range f.cfg.Static {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}

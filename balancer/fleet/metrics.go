@@ -1,0 +1,89 @@
+package fleet
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the fleet's Prometheus metrics.
+type metrics struct {
+	ejections     *prometheus.CounterVec
+	probeFailures *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer, f *Fleet) *metrics {
+	m := &metrics{
+		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferrail_balancer_ejections_total",
+			Help: "Passive ejections of a replica after consecutive failed requests.",
+		}, []string{"replica"}),
+		probeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferrail_balancer_probe_failures_total",
+			Help: "Failed active health probes per replica.",
+		}, []string{"replica"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.ejections, m.probeFailures, &replicaCollector{f: f})
+	}
+	return m
+}
+
+var (
+	descState = prometheus.NewDesc("inferrail_balancer_replica_state",
+		"1 for the replica's current state (healthy, ejected, unhealthy, gone), 0 for the others.",
+		[]string{"replica", "state"}, nil)
+	descInFlight = prometheus.NewDesc("inferrail_balancer_replica_in_flight",
+		"Requests this balancer is proxying to the replica.", []string{"replica"}, nil)
+	descPending = prometheus.NewDesc("inferrail_balancer_replica_pending",
+		"Requests to the replica that have not received their first byte.", []string{"replica"}, nil)
+	descLoadAge = prometheus.NewDesc("inferrail_balancer_replica_load_age_seconds",
+		"Age of the replica's last gossiped load report (absent: none received).", []string{"replica"}, nil)
+	descSummaryAge = prometheus.NewDesc("inferrail_balancer_replica_summary_age_seconds",
+		"Time since the replica's prefix summary was last confirmed current (absent: none).", []string{"replica"}, nil)
+	descStale = prometheus.NewDesc("inferrail_balancer_replica_data_stale",
+		"1 when the replica's gossiped load or summary is older than its max age and ignored by routing.",
+		[]string{"replica", "data"}, nil)
+)
+
+// replicaCollector reports per-replica state from the current snapshot at
+// scrape time.
+type replicaCollector struct{ f *Fleet }
+
+func (c *replicaCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descState, descInFlight, descPending, descLoadAge, descSummaryAge, descStale} {
+		ch <- d
+	}
+}
+
+func (c *replicaCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.f.now()
+	b2f := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	for _, r := range c.f.Snapshot().Replicas {
+		st := r.State(now)
+		for _, s := range States {
+			ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, b2f(s == st), r.ID, string(s))
+		}
+		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(r.Counters.InFlight.Load()), r.ID)
+		ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(r.Counters.Pending.Load()), r.ID)
+		m := r.member.Load()
+		if m == nil {
+			continue
+		}
+		loadStale := true
+		if lr, fresh, ok := m.Load(now); ok {
+			ch <- prometheus.MustNewConstMetric(descLoadAge, prometheus.GaugeValue, now.Sub(lr.ReceivedAt).Seconds(), r.ID)
+			loadStale = !fresh
+		}
+		sumStale := true
+		if v, fresh := m.Summary(now); v.Info().Valid {
+			ch <- prometheus.MustNewConstMetric(descSummaryAge, prometheus.GaugeValue, now.Sub(m.SummaryConfirmedAt()).Seconds(), r.ID)
+			sumStale = !fresh
+		}
+		ch <- prometheus.MustNewConstMetric(descStale, prometheus.GaugeValue, b2f(loadStale), r.ID, "load")
+		ch <- prometheus.MustNewConstMetric(descStale, prometheus.GaugeValue, b2f(sumStale), r.ID, "summary")
+	}
+}

@@ -1,0 +1,350 @@
+package balancer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/inferrail/inferrail/balancer/fleet"
+	"github.com/inferrail/inferrail/balancer/proxy"
+	"github.com/inferrail/inferrail/balancer/route"
+	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/openai"
+	"github.com/inferrail/inferrail/internal/tokenize"
+)
+
+var jsonMarshal = json.Marshal
+
+// errRouteDeadline cancels an attempt when timeouts.route passed before any
+// first byte.
+var errRouteDeadline = errors.New("no first byte within timeouts.route")
+
+// scratch holds one request's reusable buffers.
+type scratch struct {
+	cands   []route.Candidate
+	rs      *route.Scratch
+	hashes  []kvblock.Hash
+	exclude []int
+	tried   []*fleet.Replica
+	full    []*fleet.Replica
+}
+
+func (b *Balancer) getScratch() *scratch {
+	if s, ok := b.scratch.Get().(*scratch); ok {
+		return s
+	}
+	return &scratch{rs: route.NewScratch(16)}
+}
+
+func (b *Balancer) putScratch(s *scratch) {
+	clear(s.cands) // drop pointers into old snapshots
+	clear(s.tried)
+	clear(s.full)
+	s.tried, s.full = s.tried[:0], s.full[:0]
+	b.scratch.Put(s)
+}
+
+// request is one client request on its way through forward.
+type request struct {
+	start   time.Time
+	id      string
+	kind    kind
+	model   *model
+	body    []byte
+	tokens  int // prompt tokens (0: not tokenized)
+	hashes  []kvblock.Hash
+	outcome string
+}
+
+// forward handles a proxied route: read, resolve, tokenize, then attempts.
+func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
+	rq := request{start: b.now(), id: requestID(r), kind: k}
+	w.Header().Set(HeaderRequestID, rq.id)
+	b.m.inFlight.Inc()
+	defer b.m.inFlight.Dec()
+	modelLabel := "unknown"
+	defer func() { b.m.requests.WithLabelValues(modelLabel, k.String(), rq.outcome).Inc() }()
+	reject := func(e *openai.Error) {
+		rq.outcome = outcomeBadRequest
+		e.Write(w)
+	}
+
+	body, oerr := b.readBody(w, r)
+	if oerr != nil {
+		reject(oerr)
+		return
+	}
+	f, err := parseFields(body)
+	if err != nil {
+		reject(openai.BadRequest("", "%v", err))
+		return
+	}
+	snap := b.fleet.Snapshot()
+	var name string
+	if f.Model != nil {
+		name = *f.Model
+	} else if name = b.soleModel(snap); name == "" {
+		reject(openai.BadRequest("model", "model is required"))
+		return
+	}
+	m := b.models.lookup(name, snap.Models[name] != nil)
+	if m == nil {
+		reject(openai.ModelNotFound(name))
+		return
+	}
+	modelLabel = m.cfg.Name
+	if f.Model == nil || name != m.cfg.Name {
+		if body, err = openai.RewriteModel(body, m.cfg.Name); err != nil {
+			reject(openai.BadRequest("", "%v", err))
+			return
+		}
+	}
+	rq.model, rq.body = m, body
+
+	sc := b.getScratch()
+	defer b.putScratch(sc)
+	if k != kindEmbeddings {
+		var ids []uint32
+		reason := reasonNoTokenizer
+		if m.tok != nil {
+			err := b.pool.Do(r.Context(), len(body), func() { ids, reason = m.tokenizeRequest(k == kindChat, body) })
+			if err != nil {
+				if reason = tokenize.RejectReason(err); reason == "" {
+					reason = reasonError
+				}
+			}
+		}
+		if reason != "" {
+			b.m.unpredicted.WithLabelValues(m.cfg.Name, reason).Inc()
+		} else {
+			salt := ""
+			if f.CacheSalt != nil {
+				salt = *f.CacheSalt
+			}
+			rq.tokens = len(ids)
+			sc.hashes = m.hashes(sc.hashes[:0], ids, salt)
+			rq.hashes = sc.hashes
+			b.m.promptTokens.WithLabelValues(m.cfg.Name).Observe(float64(len(ids)))
+		}
+	}
+	b.attempts(w, r, &rq, sc)
+}
+
+// soleModel returns the only model there is, or "".
+func (b *Balancer) soleModel(snap *fleet.Snapshot) string {
+	if len(b.cfg.Models) == 1 {
+		return b.cfg.Models[0].Name
+	}
+	if len(b.cfg.Models) == 0 && len(snap.ModelNames) == 1 {
+		return snap.ModelNames[0]
+	}
+	return ""
+}
+
+// attempts picks a replica and proxies the request, moving it to another
+// replica only before its first response byte, within timeouts.route.
+func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request, sc *scratch) {
+	m := rq.model
+	cfg := b.cfg.Retry
+	deadline := rq.start.Add(b.cfg.Timeouts.Route)
+	var last *http.Response // a retryable status response kept in case it is the last
+	var lastErr error
+	defer func() {
+		if last != nil {
+			last.Body.Close()
+		}
+	}()
+	attempt := 0
+	for {
+		if attempt > 0 {
+			wait := backoff(cfg.BackoffBase, cfg.BackoffMax, attempt)
+			if b.now().Add(wait).After(deadline) {
+				break
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-r.Context().Done():
+				t.Stop()
+				rq.outcome = outcomeClientGone
+				return
+			case <-t.C:
+			}
+		}
+		now := b.now()
+		set := b.fleet.Snapshot().Models[m.cfg.Name]
+		if set == nil {
+			break
+		}
+		t0 := time.Now()
+		sc.cands = set.Candidates(now, sc.cands)
+		sc.exclude = sc.exclude[:0]
+		for i, rep := range set.Replicas {
+			if containsReplica(sc.tried, rep) || containsReplica(sc.full, rep) {
+				sc.exclude = append(sc.exclude, i)
+			}
+		}
+		req := route.Request{Model: m.cfg.Name, Hashes: rq.hashes, BlockSize: m.cfg.BlockSize,
+			PromptTokens: rq.tokens, Now: now, Exclude: sc.exclude}
+		if rq.tokens == 0 {
+			req.PromptTokens = 0
+		}
+		idx, d, err := m.policy.Pick(&req, sc.cands, sc.rs)
+		b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name()).Observe(time.Since(t0).Seconds())
+		if err != nil {
+			if errors.Is(err, route.ErrAllFull) || (errors.Is(err, route.ErrNoCandidate) && len(sc.full) > 0 && attempt == 0) {
+				if last == nil && lastErr == nil {
+					rq.outcome = outcomeFull
+					w.Header().Set("Retry-After", "1")
+					openai.Unavailable("every replica serving %s is at its capacity; retry later", m.cfg.Name).Write(w)
+					return
+				}
+			}
+			break
+		}
+		rep := set.Replicas[idx]
+		if !rep.TryAcquire(d.UncachedTokens) {
+			// Lost a race for its last slot: pick again without it.
+			sc.full = append(sc.full, rep)
+			continue
+		}
+		attempt++
+		if d.SummaryFallback {
+			b.m.fallback.WithLabelValues(m.cfg.Name).Inc()
+		}
+		b.m.reasons.WithLabelValues(m.cfg.Name, string(d.Reason)).Inc()
+		if last != nil {
+			last.Body.Close()
+			last = nil
+		}
+		done, retry, resp, err := b.try(w, r, rq, rep, d, deadline)
+		if done {
+			return
+		}
+		sc.tried = append(sc.tried, rep)
+		b.m.retries.WithLabelValues(m.cfg.Name, retry).Inc()
+		last, lastErr = resp, err
+		if attempt >= cfg.MaxAttempts || !b.now().Before(deadline) {
+			break
+		}
+	}
+	// Out of attempts, time or replicas.
+	switch {
+	case last != nil:
+		rq.outcome = outcomeUpstream5xx
+		_, _ = proxy.Stream(w, last, http.Header{HeaderRequestID: {rq.id}, HeaderReplica: last.Header[HeaderReplica]})
+		last = nil
+	case lastErr != nil && errors.Is(lastErr, errRouteDeadline):
+		rq.outcome = outcomeUnreachable
+		openai.StatusError(http.StatusGatewayTimeout, "no replica answered in time").Write(w)
+	case lastErr != nil:
+		rq.outcome = outcomeUnreachable
+		openai.StatusError(http.StatusBadGateway, "no replica could be reached: "+lastErr.Error()).Write(w)
+	default:
+		rq.outcome = outcomeNoReplica
+		w.Header().Set("Retry-After", "1")
+		openai.Unavailable("no healthy replica serves %s", m.cfg.Name).Write(w)
+	}
+}
+
+// try runs one attempt on rep, whose caps already count it. done reports
+// that the request is finished (answered, or the client is gone). Otherwise
+// the attempt failed before its first byte: retry names why, and resp (a
+// 502/503/504, body unread) or err is what it got.
+func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep *fleet.Replica, d route.Decision, deadline time.Time) (done bool, retry string, resp *http.Response, err error) {
+	uncached := d.UncachedTokens
+	actx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	stopDown := context.AfterFunc(rep.Down(), func() { cancel(fleet.ErrReplicaDown) })
+	timer := time.AfterFunc(time.Until(deadline), func() { cancel(errRouteDeadline) })
+	resp, err = b.proxy.Send(actx, proxy.Upstream{Base: rep.URL, H2C: rep.H2C}, r, rq.body, http.Header{HeaderRequestID: {rq.id}})
+	stopDown()
+	timer.Stop()
+	if err != nil {
+		rep.Counters.Done(uncached, false)
+		if r.Context().Err() != nil {
+			rq.outcome = outcomeClientGone
+			return true, "", nil, nil
+		}
+		cause := context.Cause(actx)
+		switch {
+		case errors.Is(cause, fleet.ErrReplicaDown):
+			return false, "replica_down", nil, cause
+		case errors.Is(cause, errRouteDeadline):
+			b.fleet.ReportFailure(rep)
+			return false, "route_deadline", nil, errRouteDeadline
+		case errors.Is(err, proxy.ErrFirstByteTimeout):
+			b.fleet.ReportFailure(rep)
+			return false, "first_byte_timeout", nil, err
+		}
+		var de *proxy.DialError
+		if errors.As(err, &de) {
+			b.fleet.ReportFailure(rep)
+			return false, "dial", nil, err
+		}
+		// The connection failed before any response byte (the replica
+		// died or reset it): nothing reached the client, so the request
+		// moves on like after a 502.
+		b.fleet.ReportFailure(rep)
+		b.log.Debug("attempt failed before its first byte", "replica", rep.ID, "request_id", rq.id, "err", err)
+		return false, "upstream_error", nil, err
+	}
+	if proxy.Retryable(resp, nil) {
+		rep.Counters.Done(uncached, false)
+		b.fleet.ReportFailure(rep)
+		resp.Header.Set(HeaderReplica, rep.ID)
+		return false, "status_" + strconv.Itoa(resp.StatusCode), resp, nil
+	}
+	rep.Counters.FirstByte(uncached)
+	defer rep.Counters.Done(uncached, true)
+	b.fleet.ReportSuccess(rep)
+	b.m.ttft.WithLabelValues(rq.model.cfg.Name).Observe(b.now().Sub(rq.start).Seconds())
+	extra := http.Header{HeaderRequestID: {rq.id}, HeaderReplica: {rep.ID}}
+	if rq.tokens > 0 {
+		extra[HeaderPromptTokens] = []string{strconv.Itoa(rq.tokens)}
+		extra[HeaderCachedTokens] = []string{strconv.Itoa(d.CachedTokens)}
+		b.m.cachedTokens.WithLabelValues(rq.model.cfg.Name).Observe(float64(d.CachedTokens))
+	}
+	switch {
+	case resp.StatusCode >= 500:
+		rq.outcome = outcomeUpstream5xx
+	case resp.StatusCode >= 400:
+		rq.outcome = outcomeClientError
+	default:
+		rq.outcome = outcomeOK
+	}
+	if _, err := proxy.Stream(w, resp, extra); err != nil {
+		if errors.Is(err, proxy.ErrClientGone) || r.Context().Err() != nil {
+			rq.outcome = outcomeClientGone
+		} else {
+			rq.outcome = outcomeBroken
+			b.log.Warn("stream broke after its first byte", "replica", rep.ID, "request_id", rq.id, "err", err)
+			// Abort the client's response so it sees the failure.
+			panic(http.ErrAbortHandler)
+		}
+	}
+	return true, "", nil, nil
+}
+
+// backoff returns the wait before attempt n+1 (n >= 1): base doubled per
+// attempt, capped, with up to 25% jitter.
+func backoff(base, ceiling time.Duration, n int) time.Duration {
+	d := base << min(n-1, 20)
+	d = min(d, ceiling)
+	if d > 0 {
+		d += time.Duration(rand.Int64N(int64(d)/4 + 1))
+	}
+	return d
+}
+
+func containsReplica(list []*fleet.Replica, r *fleet.Replica) bool {
+	for _, x := range list {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,189 @@
+package balancer
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/inferrail/inferrail/internal/openai"
+)
+
+// Response headers the balancer adds.
+const (
+	HeaderRequestID    = "X-Request-Id"
+	HeaderReplica      = "X-Inferrail-Replica"
+	HeaderPromptTokens = "X-Inferrail-Prompt-Tokens"
+	HeaderCachedTokens = "X-Inferrail-Cached-Tokens"
+)
+
+// kind is a proxied route.
+type kind uint8
+
+const (
+	kindChat kind = iota
+	kindCompletions
+	kindEmbeddings
+)
+
+func (k kind) String() string {
+	switch k {
+	case kindChat:
+		return "chat"
+	case kindCompletions:
+		return "completions"
+	default:
+		return "embeddings"
+	}
+}
+
+// Handler returns the client API: POST /v1/chat/completions,
+// /v1/completions and /v1/embeddings, GET /v1/models and /health. Other paths
+// get 404 and wrong methods 405, in the OpenAI error shape.
+func (b *Balancer) Handler() http.Handler { return http.HandlerFunc(b.serveClient) }
+
+func (b *Balancer) serveClient(w http.ResponseWriter, r *http.Request) {
+	post := func(k kind) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			openai.MethodNotAllowed().Write(w)
+			return
+		}
+		b.forward(w, r, k)
+	}
+	get := func(h func(http.ResponseWriter, *http.Request)) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			openai.MethodNotAllowed().Write(w)
+			return
+		}
+		h(w, r)
+	}
+	switch r.URL.Path {
+	case "/v1/chat/completions":
+		post(kindChat)
+	case "/v1/completions":
+		post(kindCompletions)
+	case "/v1/embeddings":
+		post(kindEmbeddings)
+	case "/v1/models":
+		get(b.serveModels)
+	case "/health":
+		get(b.serveHealth)
+	default:
+		openai.RouteNotFound().Write(w)
+	}
+}
+
+// serveModels lists every model a replica serves or the config names, with
+// the aliases, in vLLM's shape.
+func (b *Balancer) serveModels(w http.ResponseWriter, r *http.Request) {
+	snap := b.fleet.Snapshot()
+	seen := map[string]bool{}
+	list := openai.ModelList{Object: "list", Data: []openai.ModelCard{}}
+	created := b.now().Unix()
+	add := func(id, root string) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		rt := root
+		list.Data = append(list.Data, openai.ModelCard{ID: id, Object: "model", Created: created, OwnedBy: "inferrail",
+			Root: &rt, Permission: []openai.ModelPermission{openai.NewModelPermission("modelperm-"+id, created)}})
+	}
+	for _, mc := range b.cfg.Models {
+		if snap.Models[mc.Name] == nil {
+			continue
+		}
+		add(mc.Name, mc.Name)
+		for _, a := range mc.Aliases {
+			add(a, mc.Name)
+		}
+	}
+	for _, name := range snap.ModelNames {
+		add(name, name)
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// serveHealth answers 200 when some replica is healthy, else 503.
+func (b *Balancer) serveHealth(w http.ResponseWriter, r *http.Request) {
+	now := b.now()
+	for _, rep := range b.fleet.Snapshot().Replicas {
+		if rep.Healthy(now) {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+	}
+	openai.Unavailable("no healthy replica").Write(w)
+}
+
+// AdminHandler serves /metrics, /healthz and /v1/gossip/*.
+func (b *Balancer) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	g := b.gather
+	if g == nil {
+		g = prometheus.NewRegistry()
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	if b.node != nil {
+		mux.Handle("/v1/gossip/", b.node.Handler())
+	}
+	return mux
+}
+
+// requestID returns the client's x-request-id when it is short and
+// printable, else a new random one.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get(HeaderRequestID); id != "" && len(id) <= 128 {
+		ok := true
+		for i := 0; i < len(id) && ok; i++ {
+			ok = id[i] > 0x20 && id[i] < 0x7f
+		}
+		if ok {
+			return id
+		}
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// readBody reads the whole body within MaxBodyBytes and the read deadline.
+func (b *Balancer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *openai.Error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(b.now().Add(b.cfg.Timeouts.ReadBody))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
+	if r.ContentLength > b.cfg.MaxBodyBytes {
+		return nil, openai.StatusError(http.StatusRequestEntityTooLarge, "request body too large")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, openai.StatusError(http.StatusRequestEntityTooLarge, "request body too large")
+		}
+		return nil, openai.BadRequest("", "could not read the request body: %v", err)
+	}
+	return body, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := jsonMarshal(v)
+	if err != nil {
+		openai.Internal("encode response: %v", err).Write(w)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,87 @@
+package balancer
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Request outcomes, the values of the outcome label.
+const (
+	outcomeOK          = "ok"           // upstream 2xx/3xx
+	outcomeClientError = "client_error" // upstream 4xx
+	outcomeUpstream5xx = "upstream_error"
+	outcomeBadRequest  = "bad_request" // rejected by the balancer: 4xx
+	outcomeNoReplica   = "no_replica"  // 503: nothing serves the model
+	outcomeFull        = "full"        // 503 + Retry-After: every replica at its caps
+	outcomeUnreachable = "unreachable" // 502/504: every attempt failed before a first byte
+	outcomeClientGone  = "client_gone" // the client went away
+	outcomeBroken      = "broken"      // the stream broke after its first byte
+)
+
+// metrics are the balancer's request-path metrics.
+type metrics struct {
+	requests     *prometheus.CounterVec
+	ttft         *prometheus.HistogramVec
+	decision     *prometheus.HistogramVec
+	reasons      *prometheus.CounterVec
+	promptTokens *prometheus.HistogramVec
+	cachedTokens *prometheus.HistogramVec
+	unpredicted  *prometheus.CounterVec
+	retries      *prometheus.CounterVec
+	fallback     *prometheus.CounterVec
+	inFlight     prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	tokenBuckets := prometheus.ExponentialBuckets(16, 2, 14) // 16 .. 131072
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferrail_balancer_requests_total",
+			Help: "Client requests by model, route and outcome.",
+		}, []string{"model", "route", "outcome"}),
+		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "inferrail_balancer_ttft_seconds",
+			Help:    "Time from a request's arrival to the first response byte from its replica.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"model"}),
+		decision: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "inferrail_balancer_route_decision_seconds",
+			Help:    "Time to pick a replica (candidates and policy), per attempt.",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 16),
+		}, []string{"model", "policy"}),
+		reasons: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferrail_balancer_route_decisions_total",
+			Help: "Routing decisions by model and the policy's reason.",
+		}, []string{"model", "reason"}),
+		promptTokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "inferrail_balancer_prompt_tokens",
+			Help:    "Prompt tokens of tokenized requests.",
+			Buckets: tokenBuckets,
+		}, []string{"model"}),
+		cachedTokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "inferrail_balancer_predicted_cached_tokens",
+			Help:    "Predicted cached prompt tokens on the chosen replica.",
+			Buckets: append([]float64{0}, tokenBuckets...),
+		}, []string{"model"}),
+		unpredicted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferrail_balancer_unpredicted_total",
+			Help: "Requests routed without a cache prediction, by reason (no_tokenizer, too_large, wait_timeout, queue_full, canceled, unsupported, multi_prompt, error).",
+		}, []string{"model", "reason"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferrail_balancer_retries_total",
+			Help: "Attempts moved to another replica before the first byte, by reason (dial, status, replica_down, first_byte_timeout).",
+		}, []string{"model", "reason"}),
+		fallback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferrail_balancer_summary_fallback_total",
+			Help: "Decisions that assumed prefix_hash placement because a replica's summary was missing or stale.",
+		}, []string{"model"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "inferrail_balancer_in_flight_requests",
+			Help: "Client requests being handled.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.ttft, m.decision, m.reasons, m.promptTokens, m.cachedTokens,
+			m.unpredicted, m.retries, m.fallback, m.inFlight)
+	}
+	return m
+}

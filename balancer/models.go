@@ -1,0 +1,168 @@
+package balancer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/inferrail/inferrail/balancer/route"
+	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/tokenize"
+)
+
+// model is one model's routing state: its config, policy and tokenizer.
+type model struct {
+	cfg    ModelConfig
+	policy route.Policy
+	tok    *tokenize.Model // nil: no prediction
+}
+
+// models resolves request model names: configured models and aliases are
+// fixed; a model only the gossip knows gets a policy on first use.
+type models struct {
+	cfg   *Config
+	byKey map[string]*model // name or alias → model
+
+	mu   sync.Mutex // protects auto
+	auto map[string]*model
+}
+
+func newModels(cfg *Config, reg prometheus.Registerer) (*models, error) {
+	ms := &models{cfg: cfg, byKey: map[string]*model{}, auto: map[string]*model{}}
+	for i := range cfg.Models {
+		mc := cfg.Models[i]
+		mc.Routing = cfg.routeConfig(&mc)
+		pol, err := route.New(mc.Routing)
+		if err != nil {
+			return nil, fmt.Errorf("model %s: %w", mc.Name, err)
+		}
+		m := &model{cfg: mc, policy: pol}
+		if mc.Tokenizer != "" {
+			var treg prometheus.Registerer
+			if reg != nil {
+				treg = prometheus.WrapRegistererWith(prometheus.Labels{"served_model": mc.Name}, reg)
+			}
+			tok, err := tokenize.Load(mc.Tokenizer, tokenize.Options{ChatTemplate: mc.ChatTemplate, Registerer: treg})
+			if err != nil {
+				return nil, fmt.Errorf("model %s: load tokenizer: %w", mc.Name, err)
+			}
+			m.tok = tok
+		}
+		ms.byKey[mc.Name] = m
+		for _, a := range mc.Aliases {
+			ms.byKey[a] = m
+		}
+	}
+	return ms, nil
+}
+
+// lookup returns the model a request names: a configured model or alias,
+// or (when served reports that some replica serves it) an automatic one.
+func (ms *models) lookup(name string, served bool) *model {
+	if m := ms.byKey[name]; m != nil {
+		return m
+	}
+	if !served {
+		return nil
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if m := ms.auto[name]; m != nil {
+		return m
+	}
+	mc := ms.cfg.autoModel(name)
+	pol, err := route.New(mc.Routing)
+	if err != nil { // the defaults were validated with the config
+		return nil
+	}
+	m := &model{cfg: mc, policy: pol}
+	ms.auto[name] = m
+	return m
+}
+
+// Reasons a request is routed without a prediction, besides the pool's
+// rejection reasons (tokenize.Reason*).
+const (
+	reasonNoTokenizer = "no_tokenizer"
+	reasonUnsupported = "unsupported"
+	reasonMultiPrompt = "multi_prompt"
+	reasonError       = "error"
+)
+
+// tokenizeRequest returns the prompt token ids of a chat or completions
+// body, or the reason it has none.
+func (m *model) tokenizeRequest(chat bool, body []byte) ([]uint32, string) {
+	if m.tok == nil {
+		return nil, reasonNoTokenizer
+	}
+	if chat {
+		p, err := m.tok.Chat(body)
+		if err != nil {
+			return nil, errReason(err)
+		}
+		return p.TokenIDs, ""
+	}
+	ps, err := m.tok.Completion(body)
+	if err != nil {
+		return nil, errReason(err)
+	}
+	if len(ps) != 1 {
+		return nil, reasonMultiPrompt
+	}
+	return ps[0].TokenIDs, ""
+}
+
+func errReason(err error) string {
+	var re *tokenize.RequestError
+	if errors.As(err, &re) {
+		return reasonUnsupported
+	}
+	return reasonError
+}
+
+// hashes returns the prompt's block hashes for this model.
+func (m *model) hashes(dst []kvblock.Hash, ids []uint32, cacheSalt string) []kvblock.Hash {
+	return kvblock.Hashes(dst, kvblock.NewSeed(m.cfg.Name, "", cacheSalt), ids, m.cfg.BlockSize)
+}
+
+// requestFields are the body fields the balancer reads.
+type requestFields struct {
+	Model     *string
+	CacheSalt *string
+}
+
+// parseFields reads model and cache_salt from a JSON object body. Other
+// fields are skipped, not copied.
+func parseFields(body []byte) (requestFields, error) {
+	var raw struct {
+		Model     json.RawMessage `json:"model"`
+		CacheSalt json.RawMessage `json:"cache_salt"`
+	}
+	var f requestFields
+	if err := json.Unmarshal(body, &raw); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field == "" {
+			return f, errors.New("body must be a JSON object")
+		}
+		return f, fmt.Errorf("invalid JSON body: %w", err)
+	}
+	str := func(name string, r json.RawMessage) (*string, error) {
+		if len(r) == 0 || string(r) == "null" {
+			return nil, nil
+		}
+		var s string
+		if err := json.Unmarshal(r, &s); err != nil {
+			return nil, fmt.Errorf("%s must be a string", name)
+		}
+		return &s, nil
+	}
+	var err error
+	if f.Model, err = str("model", raw.Model); err != nil {
+		return f, err
+	}
+	f.CacheSalt, err = str("cache_salt", raw.CacheSalt)
+	return f, err
+}

@@ -1,0 +1,229 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Upstream is where an attempt goes.
+type Upstream struct {
+	// Base is the upstream's base URL; its path, if any, prefixes the
+	// request path.
+	Base *url.URL
+	// H2C selects HTTP/2 with prior knowledge instead of HTTP/1.1.
+	H2C bool
+}
+
+// Proxy sends attempts and streams responses. It is safe for concurrent use.
+type Proxy struct {
+	cfg Config
+	h1  *http.Transport
+	h2c *http.Transport
+}
+
+// New returns a proxy with its own connection pools.
+func New(cfg Config) *Proxy {
+	return &Proxy{cfg: cfg, h1: newTransport(cfg, false), h2c: newTransport(cfg, true)}
+}
+
+// Close closes idle pooled connections.
+func (p *Proxy) Close() {
+	p.h1.CloseIdleConnections()
+	p.h2c.CloseIdleConnections()
+}
+
+func (p *Proxy) transport(up Upstream) *http.Transport {
+	if up.H2C {
+		return p.h2c
+	}
+	return p.h1
+}
+
+// ErrFirstByteTimeout is the cause of an attempt that got no response
+// headers within Config.FirstByteTimeout.
+var ErrFirstByteTimeout = errors.New("no response headers within the first-byte timeout")
+
+// Send sends one attempt of in to up with body as its body, and returns the
+// response once its headers arrived. The attempt is bound to ctx: cancelling
+// ctx (the client went away, the deadline passed, the replica went down)
+// aborts the upstream request at any point, also while its body streams.
+// header holds extra headers to set (x-request-id). A connect failure is a
+// *DialError.
+func (p *Proxy) Send(ctx context.Context, up Upstream, in *http.Request, body []byte, header http.Header) (*http.Response, error) {
+	u := *up.Base
+	u.Path = joinPath(up.Base.Path, in.URL.Path)
+	u.RawPath = ""
+	u.RawQuery = in.URL.RawQuery
+	out, err := http.NewRequestWithContext(ctx, in.Method, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("build upstream request: %w", err)
+	}
+	out.Header = cloneForward(in.Header)
+	for k, v := range header {
+		out.Header[k] = v
+	}
+	if fwd := clientIP(in.RemoteAddr); fwd != "" {
+		if prior := out.Header.Get("X-Forwarded-For"); prior != "" {
+			fwd = prior + ", " + fwd
+		}
+		out.Header.Set("X-Forwarded-For", fwd)
+	}
+	if body != nil {
+		out.ContentLength = int64(len(body))
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	if p.cfg.FirstByteTimeout <= 0 {
+		return p.transport(up).RoundTrip(out)
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	out = out.WithContext(actx)
+	timer := time.AfterFunc(p.cfg.FirstByteTimeout, func() { cancel(ErrFirstByteTimeout) })
+	resp, err := p.transport(up).RoundTrip(out)
+	if !timer.Stop() && err != nil {
+		cancel(ErrFirstByteTimeout)
+		return nil, fmt.Errorf("%w: %w", ErrFirstByteTimeout, err)
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose releases the attempt's context when the body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (c *cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel(nil)
+	return err
+}
+
+func joinPath(prefix, p string) string {
+	if prefix == "" || prefix == "/" {
+		return p
+	}
+	return strings.TrimSuffix(prefix, "/") + "/" + strings.TrimPrefix(p, "/")
+}
+
+func clientIP(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return ""
+	}
+	return host
+}
+
+// Retryable reports whether an attempt that ended with resp or err may be
+// retried on another replica: it never reached the upstream (DialError), the
+// upstream answered 502, 503 or 504 before any byte went to the client, or
+// the attempt was cancelled with a cause the caller marks retryable (the
+// replica went down, the first-byte timeout). The caller must also know that
+// nothing was written to the client.
+func Retryable(resp *http.Response, err error, retryableCauses ...error) bool {
+	if err != nil {
+		var de *DialError
+		if errors.As(err, &de) || errors.Is(err, ErrFirstByteTimeout) {
+			return true
+		}
+		for _, c := range retryableCauses {
+			if errors.Is(err, c) {
+				return true
+			}
+		}
+		return false
+	}
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// Stream writes resp to w: status, headers (hop-by-hop ones removed, extra
+// set on top) and body, flushing after every read so each server-sent event
+// reaches the client as soon as the upstream sends it. It closes resp.Body.
+// It returns the body bytes written and the first error: an upstream read
+// error, or a client write error (wrapped in ErrClientGone).
+func Stream(w http.ResponseWriter, resp *http.Response, extra http.Header) (int64, error) {
+	defer resp.Body.Close()
+	h := w.Header()
+	copyForward(h, resp.Header)
+	for k, v := range extra {
+		h[k] = v
+	}
+	if len(resp.Trailer) > 0 {
+		names := make([]string, 0, len(resp.Trailer))
+		for k := range resp.Trailer {
+			names = append(names, k)
+		}
+		h.Set("Trailer", strings.Join(names, ", "))
+	}
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	var n int64
+	for {
+		k, rerr := resp.Body.Read(buf)
+		if k > 0 {
+			if _, werr := w.Write(buf[:k]); werr != nil {
+				return n, fmt.Errorf("%w: %w", ErrClientGone, werr)
+			}
+			n += int64(k)
+			if ferr := rc.Flush(); ferr != nil {
+				return n, fmt.Errorf("%w: %w", ErrClientGone, ferr)
+			}
+		}
+		if rerr == io.EOF {
+			for k, v := range resp.Trailer {
+				h[k] = v
+			}
+			return n, nil
+		}
+		if rerr != nil {
+			return n, fmt.Errorf("read upstream body: %w", rerr)
+		}
+	}
+}
+
+// ErrClientGone wraps a failure to write to the client.
+var ErrClientGone = errors.New("client gone")
+
+// Probe sends GET path to up and returns nil if it answered 200.
+func (p *Proxy) Probe(ctx context.Context, up Upstream, path string) error {
+	u := *up.Base
+	u.Path = joinPath(up.Base.Path, path)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return fmt.Errorf("probe %s: %w", u.Redacted(), err)
+	}
+	resp, err := p.transport(up).RoundTrip(req)
+	if err != nil {
+		return fmt.Errorf("probe %s: %w", u.Redacted(), err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("probe %s: status %d", u.Redacted(), resp.StatusCode)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/inferrail/inferrail/balancer"
+)
+
+func init() {
+	register(command{name: "balancer", summary: "route OpenAI requests to the replica that holds their prefix", run: runBalancer})
+}
+
+// balancerFlag is one flag that overrides a config field when given.
+type balancerFlag struct {
+	name, usage string
+	set         func(c *balancer.Config, v string)
+}
+
+func balancerFlags() []balancerFlag {
+	d := balancer.DefaultConfig()
+	list := func(v string) []string {
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return []balancerFlag{
+		{"listen", "client address, HTTP/1.1 + h2c (default " + d.Listen + ")", func(c *balancer.Config, v string) { c.Listen = v }},
+		{"admin", "admin address: /metrics, /healthz, /v1/gossip/* (default " + d.Admin + ")", func(c *balancer.Config, v string) { c.Admin = v }},
+		{"gossip-bind", "gossip bind IP:port (default " + d.Gossip.Bind + "); enables the gossip", func(c *balancer.Config, v string) {
+			c.Gossip.Bind, c.Gossip.Enabled = v, true
+		}},
+		{"join", "comma-separated gossip seeds host:port", func(c *balancer.Config, v string) { c.Gossip.Join = list(v) }},
+		{"gossip-key-file", "file with the gossip encryption key (base64 or raw 16/24/32 bytes)", func(c *balancer.Config, v string) { c.Gossip.KeyFile = v }},
+		{"node-name", "gossip node name (default: the host name + \"-balancer\")", func(c *balancer.Config, v string) { c.Gossip.NodeName = v }},
+		{"gossip-profile", "gossip timings: lan or local (default lan)", func(c *balancer.Config, v string) { c.Gossip.Profile = v }},
+	}
+}
+
+// loadBalancerConfig reads the config file (if any) and applies the flags.
+func loadBalancerConfig(path string, overrides []func(*balancer.Config)) (balancer.Config, error) {
+	cfg := balancer.DefaultConfig()
+	if path != "" {
+		var err error
+		if cfg, err = balancer.LoadConfigFile(path); err != nil {
+			return cfg, err
+		}
+	}
+	for _, o := range overrides {
+		o(&cfg)
+	}
+	return cfg, nil
+}
+
+func runBalancer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("balancer", "[--config FILE] [flags]", stderr)
+	configFile := fs.String("config", "", "YAML config file (see deploy/inferrail.example.yaml); flags override its values")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	var overrides []func(*balancer.Config)
+	for _, f := range balancerFlags() {
+		fs.Func(f.name, f.usage, func(v string) error {
+			overrides = append(overrides, func(c *balancer.Config) { f.set(c, v) })
+			return nil
+		})
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg, err := loadBalancerConfig(*configFile, overrides)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	b, err := balancer.New(cfg, log, reg)
+	if err != nil {
+		return err
+	}
+	return b.Run(ctx)
+}
