@@ -25,7 +25,7 @@ func BenchmarkProxyCompletion(b *testing.B) {
 	u, _ := url.Parse(eng.URL)
 	m := newMetrics(prometheus.NewRegistry(), nil)
 	cfg := DefaultConfig().Proxy
-	insp := &promptInspector{tok: simTokenizer{}, model: func() string { return "m" }, blockSize: func() int { return 16 }}
+	insp := &promptInspector{tok: simTok, model: func() string { return "m" }, blockSize: func() int { return 16 }}
 	approx := newApproxSet(1<<15, nil, nil)
 	tr := newEngineTransport(cfg)
 	defer tr.CloseIdleConnections()
@@ -49,7 +49,7 @@ func BenchmarkProxyCompletion(b *testing.B) {
 // BenchmarkPromptInspect measures reading, tokenizing and hashing a 2,000-byte
 // chat prompt.
 func BenchmarkPromptInspect(b *testing.B) {
-	insp := &promptInspector{tok: simTokenizer{}, model: func() string { return "m" }, blockSize: func() int { return 16 }}
+	insp := &promptInspector{tok: simTok, model: func() string { return "m" }, blockSize: func() int { return 16 }}
 	body := []byte(`{"model":"m","messages":[{"role":"system","content":"` + strings.Repeat("you are a helpful assistant. ", 70) + `"},{"role":"user","content":"hi"}]}`)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()

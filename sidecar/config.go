@@ -33,8 +33,10 @@ type Config struct {
 	// means ask the engine (GET /v1/models, first model).
 	Model string `yaml:"model"`
 	// Tokenizer tokenizes data-path prompts for the approximate block set and
-	// the prompt-token counts: "builtin:sim" or "" (none: prompts are counted
-	// as untokenized and token counts are estimated from their length).
+	// the prompt-token counts: "builtin:sim", a Hugging Face model directory
+	// (tokenizer.json, tokenizer_config.json, chat template), or "" (none:
+	// prompts are counted as untokenized and token counts are estimated from
+	// their length).
 	Tokenizer string `yaml:"tokenizer"`
 	// BlockSize is the engine's KV block size in tokens, used until the
 	// engine's cache_config_info reports it.
@@ -185,10 +187,8 @@ func (c Config) Validate() error {
 	default:
 		bad("engine", c.Engine, "must be auto, vllm or sglang")
 	}
-	switch c.Tokenizer {
-	case "", TokenizerSim:
-	default:
-		bad("tokenizer", c.Tokenizer, `must be "" or builtin:sim`)
+	if t := c.Tokenizer; strings.HasPrefix(t, "builtin:") && t != TokenizerSim {
+		bad("tokenizer", t, `must be "", builtin:sim or a model directory`)
 	}
 	if c.BlockSize <= 0 || c.BlockSize > 1<<16 {
 		bad("block_size", c.BlockSize, "must be in 1..65536")

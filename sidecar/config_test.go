@@ -115,7 +115,7 @@ func TestValidateEachField(t *testing.T) {
 		want   string
 	}{
 		{"defaults", func(*Config) {}, ""},
-		{"tokenizer", func(c *Config) { c.Tokenizer = "hf:gpt2" }, "tokenizer"},
+		{"tokenizer", func(c *Config) { c.Tokenizer = "builtin:gpt2" }, "tokenizer"},
 		{"admin equals listen", func(c *Config) { c.Admin = c.Listen }, "admin must differ"},
 		{"replay without endpoint", func(c *Config) { c.KVEvents.ReplayEndpoint = "tcp://h:1" }, "needs kv_events.endpoint"},
 		{"scrape timeout", func(c *Config) { c.Scrape.Timeout = 0 }, "scrape.timeout"},

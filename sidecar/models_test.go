@@ -80,7 +80,7 @@ func TestAdvertisedModels(t *testing.T) {
 }
 
 func TestPromptInspectLoRA(t *testing.T) {
-	p := &promptInspector{tok: simTokenizer{}, model: func() string { return "base" }, blockSize: func() int { return 4 },
+	p := &promptInspector{tok: simTok, model: func() string { return "base" }, blockSize: func() int { return 4 },
 		lora: func(m string) string {
 			if m == "sql-lora" {
 				return m

@@ -2,44 +2,61 @@ package sidecar
 
 import (
 	"encoding/json"
-	"strings"
+	"fmt"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
-	"github.com/inferrail/inferrail/internal/tokenize/simtok"
+	"github.com/inferrail/inferrail/internal/tokenize"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// ChatMessage is one chat message as the tokenizer sees it: text parts
-// joined, other parts dropped.
-type ChatMessage struct {
-	Role, Content string
-}
-
-// Tokenizer turns a request's prompt into the token ids the engine will run.
-// It is the seam for real tokenizers (internal/tokenize); builtin:sim is the
-// only one wired today. Implementations must be safe for concurrent use.
+// Tokenizer turns a request body's prompt into the token ids the engine will
+// run: the chat template applied for chat requests, special tokens as the
+// engine adds them. *tokenize.Model (internal/tokenize) is the production
+// implementation, for "builtin:sim" and for Hugging Face model directories.
+// Implementations must be safe for concurrent use.
 type Tokenizer interface {
-	// EncodeChat renders messages with the chat template and tokenizes them.
-	EncodeChat(msgs []ChatMessage, addGenerationPrompt, continueFinal, addSpecial bool) []uint32
-	// EncodeText tokenizes a completion prompt.
-	EncodeText(text string, addSpecial bool) []uint32
+	// Chat returns the prompt token ids of a chat completions request body.
+	Chat(body []byte) ([]uint32, error)
+	// Completion returns the token ids of each prompt of a completions
+	// request body.
+	Completion(body []byte) ([][]uint32, error)
 }
 
-// simTokenizer is the builtin:sim tokenizer.
-type simTokenizer struct{}
+// modelTokenizer adapts internal/tokenize's Model to Tokenizer.
+type modelTokenizer struct{ m *tokenize.Model }
 
-func (simTokenizer) EncodeChat(msgs []ChatMessage, addGen, cont, addSpecial bool) []uint32 {
-	sm := make([]simtok.Message, len(msgs))
-	for i, m := range msgs {
-		sm[i] = simtok.Message{Role: m.Role, Content: m.Content}
+func (t modelTokenizer) Chat(body []byte) ([]uint32, error) {
+	p, err := t.m.Chat(body)
+	return p.TokenIDs, err
+}
+
+func (t modelTokenizer) Completion(body []byte) ([][]uint32, error) {
+	ps, err := t.m.Completion(body)
+	if err != nil {
+		return nil, err
 	}
-	return simtok.Encode(simtok.RenderChat(sm, addGen, cont), addSpecial)
+	ids := make([][]uint32, len(ps))
+	for i, p := range ps {
+		ids[i] = p.TokenIDs
+	}
+	return ids, nil
 }
 
-func (simTokenizer) EncodeText(text string, addSpecial bool) []uint32 {
-	return simtok.Encode(text, addSpecial)
-}
+// tokenizerCacheBytes bounds the tokenizer's cache of repeated prompt pieces.
+const tokenizerCacheBytes = 16 << 20
 
-var _ Tokenizer = simTokenizer{}
+// loadTokenizer loads spec ("builtin:sim" or a model directory); "" means no
+// tokenizer (nil).
+func loadTokenizer(spec string, reg prometheus.Registerer) (Tokenizer, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	m, err := tokenize.Load(spec, tokenize.Options{CacheBytes: tokenizerCacheBytes, Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return modelTokenizer{m}, nil
+}
 
 // promptInfo is what the data path learns from a request body.
 type promptInfo struct {
@@ -58,13 +75,10 @@ type promptInfo struct {
 // promptBody is the part of a chat or completions request the sidecar reads.
 // Unknown fields are ignored; the body is forwarded untouched.
 type promptBody struct {
-	Model                string          `json:"model"`
-	Messages             []chatMessage   `json:"messages"`
-	Prompt               json.RawMessage `json:"prompt"`
-	CacheSalt            string          `json:"cache_salt"`
-	AddGenerationPrompt  *bool           `json:"add_generation_prompt"`
-	ContinueFinalMessage bool            `json:"continue_final_message"`
-	AddSpecialTokens     *bool           `json:"add_special_tokens"`
+	Model     string          `json:"model"`
+	Messages  []chatMessage   `json:"messages"`
+	Prompt    json.RawMessage `json:"prompt"`
+	CacheSalt string          `json:"cache_salt"`
 }
 
 type chatMessage struct {
@@ -88,7 +102,8 @@ type promptInspector struct {
 }
 
 // inspect parses a chat (chat=true) or completions body. ok is false when the
-// body is not a request the sidecar understands (it is forwarded anyway).
+// body is not a request the sidecar (or its tokenizer) understands; it is
+// forwarded anyway and the engine answers it.
 func (p *promptInspector) inspect(body []byte, chat bool) (info promptInfo, ok bool) {
 	var req promptBody
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -101,7 +116,6 @@ func (p *promptInspector) inspect(body []byte, chat bool) (info promptInfo, ok b
 	}
 	seed := kvblock.NewSeed(model, lora, req.CacheSalt)
 	bs := p.blockSize()
-	tok := p.tok
 	if model == "" {
 		// The hash seed is unknown until the engine names its model: count
 		// tokens, but record no blocks.
@@ -111,36 +125,41 @@ func (p *promptInspector) inspect(body []byte, chat bool) (info promptInfo, ok b
 			}
 		}()
 	}
-	if chat {
-		msgs, textLen, ok := chatMessages(req.Messages)
+	var prompts [][]uint32
+	switch {
+	case p.tok != nil && chat:
+		ids, err := p.tok.Chat(body)
+		if err != nil {
+			return promptInfo{}, false
+		}
+		prompts = [][]uint32{ids}
+	case p.tok != nil:
+		var err error
+		if prompts, err = p.tok.Completion(body); err != nil {
+			return promptInfo{}, false
+		}
+	case chat:
+		textLen, ok := chatTextLen(req.Messages)
 		if !ok {
 			return promptInfo{}, false
 		}
-		if tok == nil {
-			return promptInfo{tokens: estimateTokens(textLen), noHashes: "no_tokenizer"}, true
+		return promptInfo{tokens: estimateTokens(textLen), noHashes: "no_tokenizer"}, true
+	default:
+		texts, ids, ok := completionPrompts(req.Prompt)
+		if !ok {
+			return promptInfo{}, false
 		}
-		addGen := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
-		addSpecial := req.AddSpecialTokens != nil && *req.AddSpecialTokens
-		ids := tok.EncodeChat(msgs, addGen, req.ContinueFinalMessage, addSpecial)
-		return promptInfo{tokens: len(ids), exact: true, hashes: [][]kvblock.Hash{kvblock.Hashes(nil, seed, ids, bs)}}, true
-	}
-	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
-	texts, idLists, ok := completionPrompts(req.Prompt)
-	if !ok {
-		return promptInfo{}, false
+		if len(texts) > 0 {
+			n := 0
+			for _, t := range texts {
+				n += estimateTokens(len(t))
+			}
+			return promptInfo{tokens: n, noHashes: "no_tokenizer"}, true
+		}
+		prompts = ids // token ids need no tokenizer
 	}
 	info.exact = true
-	for _, ids := range idLists {
-		info.tokens += len(ids)
-		info.hashes = append(info.hashes, kvblock.Hashes(nil, seed, ids, bs))
-	}
-	for _, text := range texts {
-		if tok == nil {
-			info.tokens += estimateTokens(len(text))
-			info.exact, info.hashes, info.noHashes = false, nil, "no_tokenizer"
-			continue
-		}
-		ids := tok.EncodeText(text, addSpecial)
+	for _, ids := range prompts {
 		info.tokens += len(ids)
 		info.hashes = append(info.hashes, kvblock.Hashes(nil, seed, ids, bs))
 	}
@@ -151,39 +170,38 @@ func (p *promptInspector) inspect(body []byte, chat bool) (info promptInfo, ok b
 // per token for English with BPE tokenizers.
 func estimateTokens(n int) int { return (n + 3) / 4 }
 
-func chatMessages(raw []chatMessage) ([]ChatMessage, int, bool) {
+// chatTextLen sums the bytes of the messages' roles and text, for an
+// estimate; ok is false for a malformed message list.
+func chatTextLen(raw []chatMessage) (int, bool) {
 	if len(raw) == 0 {
-		return nil, 0, false
+		return 0, false
 	}
-	msgs := make([]ChatMessage, 0, len(raw))
 	total := 0
 	for _, m := range raw {
-		var content string
+		total += len(m.Role)
 		switch {
 		case len(m.Content) == 0 || string(m.Content) == "null":
 		case m.Content[0] == '"':
+			var content string
 			if err := json.Unmarshal(m.Content, &content); err != nil {
-				return nil, 0, false
+				return 0, false
 			}
+			total += len(content)
 		case m.Content[0] == '[':
 			var parts []contentPart
 			if err := json.Unmarshal(m.Content, &parts); err != nil {
-				return nil, 0, false
+				return 0, false
 			}
-			var b strings.Builder
 			for _, p := range parts {
 				if p.Type == "text" {
-					b.WriteString(p.Text)
+					total += len(p.Text)
 				}
 			}
-			content = b.String()
 		default:
-			return nil, 0, false
+			return 0, false
 		}
-		total += len(m.Role) + len(content)
-		msgs = append(msgs, ChatMessage{Role: m.Role, Content: content})
 	}
-	return msgs, total, true
+	return total, true
 }
 
 // completionPrompts decodes a completions prompt: a string, a list of

@@ -188,7 +188,7 @@ func TestProxyCounts(t *testing.T) {
 		_, _ = io.WriteString(w, "done")
 	})
 	obs := &recordObserver{}
-	p, srv, _ := testProxy(t, upstream, simTokenizer{}, obs)
+	p, srv, _ := testProxy(t, upstream, simTok, obs)
 	body := `{"model":"m","prompt":"0123456789abcdefghij"}` // 20 one-byte chunks... see below
 	want := len(simtok.Encode("0123456789abcdefghij", true))
 
@@ -248,7 +248,7 @@ func TestProxyForwardsBodyAndHeaders(t *testing.T) {
 		w.Header().Set("X-Request-Id", "abc")
 		w.WriteHeader(http.StatusCreated)
 	})
-	_, srv, _ := testProxy(t, upstream, simTokenizer{}, nil)
+	_, srv, _ := testProxy(t, upstream, simTok, nil)
 	body := `{"model":"m", "messages":[{"role":"user","content":"hello"}], "extra": {"kept": [1,2,3]}}`
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions?x=1", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer k")
@@ -303,7 +303,7 @@ func TestProxyLargeBodyStreamsUninspected(t *testing.T) {
 		b, _ := io.ReadAll(r.Body)
 		got <- len(b)
 	})
-	p, srv, m := testProxy(t, upstream, simTokenizer{}, nil)
+	p, srv, m := testProxy(t, upstream, simTok, nil)
 	p.cfg.MaxInspectBytes = 64
 	body := `{"prompt":"` + strings.Repeat("z", 500) + `"}`
 	// Chunked (unknown length) so the size is discovered while reading.

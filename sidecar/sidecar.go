@@ -119,9 +119,9 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 	s.m = newMetrics(reg, func() DataPathCounts { return proxyCounts() })
 	s.feed = newSummaryFeed(cfg.Summary, s.m)
 	s.approx = newApproxSet(int(max(cfg.Summary.Capacity, 1<<15)), s.feed.sink(sourceApprox), func(n int) { s.m.approxEvictions.Add(float64(n)) })
-	var tok Tokenizer
-	if cfg.Tokenizer == TokenizerSim {
-		tok = simTokenizer{}
+	tok, err := loadTokenizer(cfg.Tokenizer, reg)
+	if err != nil {
+		return nil, err
 	}
 	insp := &promptInspector{tok: tok, model: s.currentModel, lora: s.loraOf, blockSize: func() int { return int(s.blockSize.Load()) }}
 	s.proxy = newProxy(u, cfg.Proxy, s.transport, insp, s.approx, log.With("component", "proxy"), s.m)
