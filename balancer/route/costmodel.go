@@ -62,10 +62,14 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		reason = ReasonLoadSpill
 	}
 	if hot := float64(p.cfg.Cost.HotPrefixQueueWait); hot > 0 && s.cached[s.elig[best]] > 0 && s.queue[best] >= hot {
-		next, nextT := -1, bestT+hot
-		for k := range s.elig {
-			if k != best && s.score[k] <= nextT && p.underBound(cands, s, k, total, weights) {
-				next, nextT = k, s.score[k]
+		next, nextT, nextR := -1, bestT+hot, 0.0
+		for k, i := range s.elig {
+			t := s.score[k]
+			if k == best || t > nextT || !p.underBound(cands, s, k, total, weights) {
+				continue
+			}
+			if r := rendezvous(key, cands[i].key(), 1, true); next < 0 || t < nextT || r > nextR {
+				next, nextT, nextR = k, t, r
 			}
 		}
 		if next >= 0 {

@@ -233,6 +233,10 @@ func TestCostModelReplicatesHotPrefix(t *testing.T) {
 	if got == 2 || d.Reason != ReasonHotPrefix {
 		t.Fatalf("with replication: pick %d %q, want another replica, %q", got, d.Reason, ReasonHotPrefix)
 	}
+	other, _ := mustPick(t, newPolicy(t, PolicyCostModel, func(c *Config) { c.Seed = 77 }), req(hs), setup())
+	if other != got {
+		t.Errorf("two balancers replicate the hot prefix to %d and %d, want the same replica", got, other)
+	}
 	cs[got].Own.Start(d.UncachedTokens)
 	cs[got].Own.FirstByte(d.UncachedTokens)
 	_, d2 := mustPick(t, p, req(hs), cs)
