@@ -1,7 +1,6 @@
 package route
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/zeebo/xxh3"
@@ -15,79 +14,6 @@ import (
 // the request path, concurrently, and must not block.
 type PrefixIndex interface {
 	LongestPrefix(hashes []kvblock.Hash) (blocks int)
-}
-
-// Counters are the balancer's own per-replica counts, owned by the fleet and
-// shared by every snapshot that holds the replica. They are exact for this
-// balancer and never stale, which is why routing falls back to them when the
-// gossiped load is too old. The zero value is ready to use.
-type Counters struct {
-	// InFlight is the requests this balancer is proxying to the replica.
-	InFlight atomic.Int64
-	// Pending is the subset of InFlight that has not received its first
-	// response byte yet (queued or prefilling on the engine).
-	Pending atomic.Int64
-	// PendingPrefillTokens is the predicted uncached prompt tokens of the
-	// Pending requests: the prefill work this balancer has queued there.
-	PendingPrefillTokens atomic.Int64
-}
-
-// Start records a request sent to the replica with uncached predicted
-// uncached prompt tokens (Decision.UncachedTokens).
-func (c *Counters) Start(uncached int) {
-	c.InFlight.Add(1)
-	c.Pending.Add(1)
-	c.PendingPrefillTokens.Add(int64(uncached))
-}
-
-// TryStart is Start that enforces the caps exactly: it fails, changing
-// nothing, when InFlight is already at maxConcurrency or Pending at
-// maxPending (0: no cap). Pick reads the caps without a lock, so two
-// concurrent decisions may both see the last free slot; TryStart is where the
-// lease is taken atomically, and a caller that loses the race picks again.
-func (c *Counters) TryStart(uncached, maxConcurrency, maxPending int) bool {
-	if !tryIncrement(&c.InFlight, maxConcurrency) {
-		return false
-	}
-	if !tryIncrement(&c.Pending, maxPending) {
-		c.InFlight.Add(-1)
-		return false
-	}
-	c.PendingPrefillTokens.Add(int64(uncached))
-	return true
-}
-
-// tryIncrement adds one to v unless that would reach beyond limit (0: none).
-func tryIncrement(v *atomic.Int64, limit int) bool {
-	if limit <= 0 {
-		v.Add(1)
-		return true
-	}
-	for {
-		n := v.Load()
-		if n >= int64(limit) {
-			return false
-		}
-		if v.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
-
-// FirstByte records that a started request received its first byte: its
-// prefill is done. Call it at most once per Start, with the same uncached.
-func (c *Counters) FirstByte(uncached int) {
-	c.Pending.Add(-1)
-	c.PendingPrefillTokens.Add(-int64(uncached))
-}
-
-// Done records the end of a started request. firstByte reports whether
-// FirstByte was called for it; if not, Done also undoes its pending counts.
-func (c *Counters) Done(uncached int, firstByte bool) {
-	if !firstByte {
-		c.FirstByte(uncached)
-	}
-	c.InFlight.Add(-1)
 }
 
 // Load is a replica's load as its sidecar last reported it over the gossip.
@@ -209,52 +135,4 @@ func (c *Candidate) own() (inFlight, pending, tokens int64) {
 		return 0, 0, 0
 	}
 	return c.Own.InFlight.Load(), c.Own.Pending.Load(), c.Own.PendingPrefillTokens.Load()
-}
-
-// Request is what a policy knows about one request.
-type Request struct {
-	// Model is the (alias-resolved) model name.
-	Model string
-	// Hashes are the chained block hashes of the prompt (kvblock.Hashes).
-	Hashes []kvblock.Hash
-	// BlockSize is the block size Hashes were computed with (0: 16).
-	BlockSize int
-	// PromptTokens is the prompt length in tokens (0: len(Hashes)×BlockSize).
-	PromptTokens int
-	// OutputTokens is the expected number of output tokens (0: unknown). It
-	// is informational for now; no policy uses it.
-	OutputTokens int
-	// Now is the decision time, for staleness and the overlay (zero: the
-	// wall clock).
-	Now time.Time
-	// Exclude lists candidate indices not to pick (replicas already tried by
-	// a retry). A request whose every eligible candidate is excluded gets
-	// ErrNoCandidate.
-	Exclude []int
-}
-
-func (r *Request) blockSize() int {
-	if r.BlockSize > 0 {
-		return r.BlockSize
-	}
-	return kvblock.DefaultBlockSize
-}
-
-func (r *Request) promptTokens() int {
-	if r.PromptTokens > 0 {
-		return r.PromptTokens
-	}
-	if n := len(r.Hashes) * r.blockSize(); n > 0 {
-		return n
-	}
-	return 1
-}
-
-func (r *Request) excluded(i int) bool {
-	for _, x := range r.Exclude {
-		if x == i {
-			return true
-		}
-	}
-	return false
 }

@@ -1,0 +1,55 @@
+package route
+
+import (
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
+
+// Request is what a policy knows about one request.
+type Request struct {
+	// Model is the (alias-resolved) model name.
+	Model string
+	// Hashes are the chained block hashes of the prompt (kvblock.Hashes).
+	Hashes []kvblock.Hash
+	// BlockSize is the block size Hashes were computed with (0: 16).
+	BlockSize int
+	// PromptTokens is the prompt length in tokens (0: len(Hashes)×BlockSize).
+	PromptTokens int
+	// OutputTokens is the expected number of output tokens (0: unknown). It
+	// is informational for now; no policy uses it.
+	OutputTokens int
+	// Now is the decision time, for staleness and the overlay (zero: the
+	// wall clock).
+	Now time.Time
+	// Exclude lists candidate indices not to pick (replicas already tried by
+	// a retry). A request whose every eligible candidate is excluded gets
+	// ErrNoCandidate.
+	Exclude []int
+}
+
+func (r *Request) blockSize() int {
+	if r.BlockSize > 0 {
+		return r.BlockSize
+	}
+	return kvblock.DefaultBlockSize
+}
+
+func (r *Request) promptTokens() int {
+	if r.PromptTokens > 0 {
+		return r.PromptTokens
+	}
+	if n := len(r.Hashes) * r.blockSize(); n > 0 {
+		return n
+	}
+	return 1
+}
+
+func (r *Request) excluded(i int) bool {
+	for _, x := range r.Exclude {
+		if x == i {
+			return true
+		}
+	}
+	return false
+}
