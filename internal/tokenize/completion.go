@@ -72,7 +72,7 @@ func (m *Model) Completion(body []byte) ([]Prompt, error) {
 }
 
 func (m *Model) completionText(text string, add bool) (Prompt, error) {
-	ids, err := m.pieces.encode(text, add)
+	ids, err := m.enc.Encode(text, add)
 	if err != nil {
 		return Prompt{}, fmt.Errorf("encode completion prompt: %w", err)
 	}

@@ -14,10 +14,9 @@
 // documents. The text is then encoded without special tokens (chat) or with
 // them (completions) by the Hugging Face tokenizer in package hf.
 //
-// Encoding cuts the prompt at special tokens and caches the ids of long
-// pieces (a shared system prompt, a long document) in a byte-bounded LRU;
-// Load checks on probe strings that the cut is exact for the tokenizer and
-// encodes whole texts otherwise.
+// The tokenizer caches the ids of repeated prompt pieces (the text between
+// special tokens: a shared system prompt, a tool list, a document) in a
+// byte-bounded LRU (Options.CacheBytes), exported as metrics by Load.
 //
 // Pool bounds the CPU spent tokenizing: a fixed number of requests at once,
 // a short wait limit and a size limit, with typed errors (ErrWaitTimeout,

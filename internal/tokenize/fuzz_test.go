@@ -34,7 +34,7 @@ func fuzzSeeds(f *testing.F) {
 func FuzzChat(f *testing.F) {
 	fuzzSeeds(f)
 	models := []*Model{}
-	sim, err := Load(SimSpec, Options{CacheMinPieceBytes: 4})
+	sim, err := Load(SimSpec, Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -117,12 +117,12 @@ func TestGoldenRender(t *testing.T) {
 }
 
 // TestGoldenTokenIDs checks the ids too: the rendered text encoded by our
-// tokenizer (with the piece cache, cold and then warm) equals the ids of
-// the Rust tokenizers.
+// tokenizer (with its segment cache cold, then warm) equals the ids of the
+// Rust tokenizers.
 func TestGoldenTokenIDs(t *testing.T) {
 	for _, fam := range goldenFamilies {
 		t.Run(fam.name, func(t *testing.T) {
-			m := loadFamily(t, fam, Options{CacheMinPieceBytes: 16})
+			m := loadFamily(t, fam, Options{})
 			recs := readGoldens(t, fam.name)
 			for pass := range 2 {
 				fails := 0

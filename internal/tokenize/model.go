@@ -38,25 +38,19 @@ type Options struct {
 	// (vLLM's --trust-request-chat-template). Otherwise such a request is
 	// an error.
 	TrustRequestChatTemplate bool
-	// CacheBytes bounds the cache of tokenized prompt pieces (text between
-	// special tokens, such as a system prompt). 0 means DefaultCacheBytes;
-	// a negative value disables the cache.
+	// CacheBytes bounds the tokenizer's byte-bounded LRU cache of segment
+	// ids: the text between special tokens, such as a shared system
+	// prompt, a tool list or a document, is tokenized once. 0 means the
+	// tokenizer's default (hf.DefaultSegmentCacheBytes); a negative value
+	// turns the cache off.
 	CacheBytes int64
-	// CacheMinPieceBytes is the shortest piece worth caching. 0 means
-	// DefaultCacheMinPieceBytes.
-	CacheMinPieceBytes int
-	// Registerer receives the cache metrics; nil registers nothing.
+	// Registerer receives the cache metrics (labelled with the model
+	// spec); nil registers nothing.
 	Registerer prometheus.Registerer
 	// Encoder, when set, is used instead of loading tokenizer.json from the
 	// model directory (tests and other tokenizer implementations).
 	Encoder Encoder
 }
-
-// Defaults for Options.
-const (
-	DefaultCacheBytes         = 64 << 20
-	DefaultCacheMinPieceBytes = 64
-)
 
 // Prompt is a rendered prompt and its token ids.
 type Prompt struct {
@@ -73,7 +67,6 @@ type Model struct {
 	sim       bool
 	templates *templateSet
 	specials  map[string]jinja.Value
-	pieces    *pieceEncoder
 
 	reqMu        sync.Mutex // protects reqTemplates
 	reqTemplates map[string]*chatTemplate
@@ -83,12 +76,6 @@ type Model struct {
 // model directory holding tokenizer.json, tokenizer_config.json and
 // optionally chat_template.jinja or chat_template.json.
 func Load(spec string, opts Options) (*Model, error) {
-	if opts.CacheBytes == 0 {
-		opts.CacheBytes = DefaultCacheBytes
-	}
-	if opts.CacheMinPieceBytes <= 0 {
-		opts.CacheMinPieceBytes = DefaultCacheMinPieceBytes
-	}
 	if spec == SimSpec {
 		m := &Model{spec: spec, opts: opts, enc: simEncoder{}, sim: true, specials: map[string]jinja.Value{}}
 		if opts.ChatTemplate != "" {
@@ -105,7 +92,6 @@ func Load(spec string, opts Options) (*Model, error) {
 		}
 		m.specials["bos_token"] = jinja.NewString("<|begin_of_text|>")
 		m.specials["eos_token"] = jinja.NewString("<|end|>")
-		m.pieces = newPieceEncoder(m.enc, nil, opts, newCacheMetrics(opts.Registerer, spec))
 		return m, nil
 	}
 	st, err := os.Stat(spec)
@@ -137,15 +123,13 @@ func Load(spec string, opts Options) (*Model, error) {
 	}
 	m.enc = opts.Encoder
 	if m.enc == nil {
-		if m.enc, err = loadHF(spec); err != nil {
+		if m.enc, err = loadHF(spec, opts.CacheBytes); err != nil {
 			return nil, fmt.Errorf("load model %q: %w", spec, err)
 		}
 	}
-	added, err := readAddedTokens(filepath.Join(spec, "tokenizer.json"))
-	if err != nil {
-		return nil, fmt.Errorf("load model %q: %w", spec, err)
+	if err := registerCacheMetrics(opts.Registerer, spec, m.enc); err != nil {
+		return nil, fmt.Errorf("load model %q: register metrics: %w", spec, err)
 	}
-	m.pieces = newPieceEncoder(m.enc, added, opts, newCacheMetrics(opts.Registerer, spec))
 	return m, nil
 }
 
@@ -171,7 +155,7 @@ func (m *Model) Chat(body []byte) (Prompt, error) {
 	if err != nil {
 		return Prompt{}, err
 	}
-	ids, err := m.pieces.encode(text, req.addSpecialTokens)
+	ids, err := m.enc.Encode(text, req.addSpecialTokens)
 	if err != nil {
 		return Prompt{}, fmt.Errorf("encode chat prompt: %w", err)
 	}
@@ -194,13 +178,13 @@ func (m *Model) RenderChat(body []byte) (string, error) {
 // Raw tokenizes text without adding special tokens (special-token text
 // inside it still maps to its special id, as in the engine).
 func (m *Model) Raw(text string) ([]uint32, error) {
-	return m.pieces.encode(text, false)
+	return m.enc.Encode(text, false)
 }
 
 // Encode tokenizes text, adding the tokenizer's special tokens when
 // addSpecialTokens is set (as a completions prompt does).
 func (m *Model) Encode(text string, addSpecialTokens bool) ([]uint32, error) {
-	return m.pieces.encode(text, addSpecialTokens)
+	return m.enc.Encode(text, addSpecialTokens)
 }
 
 // Decode returns the text of ids.

@@ -49,7 +49,7 @@ func (m *Model) simChat(body []byte) (Prompt, error) {
 		return Prompt{}, badRequest("continue_final_message needs a final message")
 	}
 	text := simtok.RenderChat(msgs, agp, cfm)
-	ids, err := m.pieces.encode(text, ast)
+	ids, err := m.enc.Encode(text, ast)
 	if err != nil {
 		return Prompt{}, err
 	}

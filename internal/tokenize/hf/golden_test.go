@@ -19,7 +19,8 @@ var families = []string{"llama3_1", "qwen3", "llama2", "gemma3", "deepseek_v3", 
 
 // derivedFamilies are fixtures with components replaced, as described by
 // testdata/derived/<name>.json, for components no fixture uses.
-var derivedFamilies = []string{"mistral_metaspace_first", "mistral_metaspace_split", "qwen3_strip_flags"}
+var derivedFamilies = []string{"mistral_metaspace_first", "mistral_metaspace_split", "qwen3_strip_flags",
+	"llama3_digits_punct", "qwen3_whitespace_lower", "gemma3_split_behaviors"}
 
 // derivedJSON builds a derived tokenizer.json: the base fixture's top-level
 // fields with the spec's "set" fields replaced (as scripts/goldens/gen.mjs

@@ -20,7 +20,11 @@ func (n unicodeNorm) normalize(s string) string { return n.form.String(s) }
 
 type lowercase struct{}
 
-func (lowercase) normalize(s string) string { return strings.ToLower(s) }
+// normalize lowercases per character like Rust's char::to_lowercase: no
+// context (final sigma stays σ), and U+0130 becomes "i\u0307".
+func (lowercase) normalize(s string) string {
+	return strings.Map(func(c rune) rune { return unicode.ToLower(c) }, strings.ReplaceAll(s, "\u0130", "i\u0307"))
+}
 
 // prepend adds a prefix to a non-empty segment.
 type prepend struct{ prefix string }

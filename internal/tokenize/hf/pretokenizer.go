@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // preTokenizer cuts normalized text into words; the model then encodes each
@@ -331,6 +332,48 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 			return nil, fmt.Errorf("pre_tokenizer Metaspace: replacement must be one character, got %q", v.Replacement)
 		}
 		return m, nil
+	case "Digits":
+		var v struct {
+			Type             string `json:"type"`
+			IndividualDigits bool   `json:"individual_digits"`
+		}
+		if err := strictUnmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Digits: %w", err)
+		}
+		b := splitContiguous
+		if v.IndividualDigits {
+			b = splitIsolated
+		}
+		return &splitPre{pat: charPattern(isNumeric), behavior: b}, nil
+	case "Punctuation":
+		v := struct {
+			Type     string `json:"type"`
+			Behavior string `json:"behavior"`
+		}{Behavior: "Isolated"}
+		if err := strictUnmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Punctuation: %w", err)
+		}
+		b, err := parseSplitBehavior(v.Behavior)
+		if err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Punctuation: %w", err)
+		}
+		return &splitPre{pat: charPattern(isPunc), behavior: b}, nil
+	case "WhitespaceSplit":
+		var v struct {
+			Type string `json:"type"`
+		}
+		if err := strictUnmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer WhitespaceSplit: %w", err)
+		}
+		return &splitPre{pat: charPattern(unicode.IsSpace), behavior: splitRemoved}, nil
+	case "Whitespace":
+		var v struct {
+			Type string `json:"type"`
+		}
+		if err := strictUnmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Whitespace: %w", err)
+		}
+		return &splitPre{pat: wordRuns{}, behavior: splitRemoved, invert: true}, nil
 	case "Sequence":
 		var v struct {
 			Type          string            `json:"type"`

@@ -90,7 +90,7 @@ func TestRefusesUnsupported(t *testing.T) {
 		{"model_unigram", `"type": "BPE"`, `"type": "Unigram"`, `model "Unigram" is not supported`},
 		{"dropout", `"dropout": null`, `"dropout": 0.1`, `dropout`},
 		{"normalizer", `{"type": "NFC"}`, `{"type": "BertNormalizer"}`, `normalizer "BertNormalizer" is not supported`},
-		{"pre_tokenizer", `"pre_tokenizer": {"type": "ByteLevel"`, `"pre_tokenizer": {"type": "Whitespace"`, `pre_tokenizer "Whitespace" is not supported`},
+		{"pre_tokenizer", `"pre_tokenizer": {"type": "ByteLevel"`, `"pre_tokenizer": {"type": "BertPreTokenizer"`, `pre_tokenizer "BertPreTokenizer" is not supported`},
 		{"decoder", `"decoder": {"type": "ByteLevel"`, `"decoder": {"type": "WordPiece"`, `decoder "WordPiece" is not supported`},
 		{"post_processor", `"post_processor": {"type": "TemplateProcessing"`, `"post_processor": {"type": "Foo"`, `post_processor "Foo" is not supported`},
 		{"unknown_option", "\"use_regex\": true},\n  \"post", "\"use_regex\": true, \"new_knob\": 1},\n  \"post", `unknown`},
