@@ -41,4 +41,3 @@ func onOff(b bool) string {
 	}
 	return "off"
 }
-

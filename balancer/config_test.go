@@ -1,0 +1,192 @@
+package balancer
+
+import (
+	"os"
+	"reflect"
+	"slices"
+
+	"go.yaml.in/yaml/v3"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func loadAndValidate(path string) (Config, error) {
+	cfg, err := LoadConfigFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate()
+}
+
+func TestGoodConfigs(t *testing.T) {
+	for _, path := range []string{
+		"testdata/good-static.yaml", "testdata/good-gossip.yaml",
+		"../deploy/local.yaml", "../deploy/inferrail.example.yaml",
+	} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			if _, err := loadAndValidate(path); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+		})
+	}
+}
+
+func TestGoodConfigValues(t *testing.T) {
+	cfg, err := loadAndValidate("testdata/good-static.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cfg.Models[0]
+	// Keys not in the file keep the model defaults.
+	def := defaultModel()
+	if m.BlockSize != 16 || m.Routing.PrefixBlocks != 4 || m.Routing.Cost != def.Routing.Cost ||
+		m.Routing.Overlay != def.Routing.Overlay || m.Routing.LoadFactor != def.Routing.LoadFactor {
+		t.Errorf("model defaults not kept: %+v", m)
+	}
+	if got := cfg.routeConfig(&m); got.Policy != "prefix_hash" || got.Seed != 1 {
+		t.Errorf("route config policy/seed = %q/%d", got.Policy, got.Seed)
+	}
+	if cfg.Retry.MaxAttempts != 2 || cfg.Retry.BackoffBase != 25*time.Millisecond {
+		t.Errorf("retry = %+v", cfg.Retry)
+	}
+	g, err := loadAndValidate("testdata/good-gossip.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.autoModel("x").Routing; got.Policy != "kv_aware" || got.Seed != 7 {
+		t.Errorf("auto model routing = %q/%d", got.Policy, got.Seed)
+	}
+}
+
+func TestBadConfigsReportEveryProblem(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"bad-unknown-keys.yaml", []string{
+			"line 1: listn: unknown key",
+			"line 6: models[0].routing.cost_model.prefil_rate: unknown key",
+			"line 11: replicas[0].maxconcurrency: unknown key",
+		}},
+		{"bad-values.yaml", []string{
+			`listen must be host:port, got "nowhere"`,
+			`admin must differ from listen`,
+			"models[0].block_size must be in [1, 65536], got 0",
+			`models[0].routing.policy must be one of`,
+			`models[1].name "m" is already used by models[0].name`,
+			`replicas[0].url must be an http:// or https:// URL, got "ftp://x"`,
+			"replicas[0].models must name at least one model",
+			"replicas[0].max_concurrency must be >= 0, got -1",
+			"health.max_ejected_share must be in [0,1], got 2",
+			"retry.max_attempts must be in [1, 100], got 0",
+			"timeouts.route must be > 0, got 0s",
+		}},
+		{"bad-types.yaml", []string{
+			"line 1: cannot unmarshal !!str `lots`",
+			"line 3: cannot unmarshal !!str `soon`",
+			"line 8: cannot unmarshal !!str `many`",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			_, err := loadAndValidate(filepath.Join("testdata", tc.file))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			var missing []string
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					missing = append(missing, w)
+				}
+			}
+			if diff := cmp.Diff([]string(nil), missing); diff != "" {
+				t.Errorf("messages missing from:\n%v\n(-want +got):\n%s", err, diff)
+			}
+		})
+	}
+}
+
+func TestDecodeEmptyAndMultiDocument(t *testing.T) {
+	base := DefaultConfig()
+	got, err := DecodeConfig(nil, base)
+	if err != nil || got.Listen != base.Listen {
+		t.Errorf("empty document: %v, %+v", err, got.Listen)
+	}
+	if _, err := DecodeConfig([]byte("listen: a:1\n---\nlisten: b:2\n"), base); err == nil {
+		t.Error("two documents accepted")
+	}
+}
+
+// TestExampleDocumentsEveryKey checks that deploy/inferrail.example.yaml
+// names every config key, and that outside its sample entries it holds the
+// defaults.
+func TestExampleDocumentsEveryKey(t *testing.T) {
+	b, err := os.ReadFile("../deploy/inferrail.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			walk(n.Content[0], path)
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				p := join(path, n.Content[i].Value)
+				have[p] = true
+				walk(n.Content[i+1], p)
+			}
+		case yaml.SequenceNode:
+			for _, c := range n.Content {
+				walk(c, path+"[]")
+			}
+		}
+	}
+	walk(&root, "")
+	var missing []string
+	var want func(t reflect.Type, path string)
+	want = func(t reflect.Type, path string) {
+		switch {
+		case t == durationType:
+		case t.Kind() == reflect.Struct:
+			for name, ft := range yamlFields(t) {
+				p := join(path, name)
+				if !have[p] {
+					missing = append(missing, p)
+				}
+				want(ft, p)
+			}
+		case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+			want(t.Elem(), path+"[]")
+		}
+	}
+	want(reflect.TypeFor[Config](), "")
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		t.Errorf("keys missing from the example: %v", missing)
+	}
+	cfg, err := loadAndValidate("../deploy/inferrail.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Models, cfg.Replicas, cfg.Gossip.Join = nil, nil, nil
+	if diff := cmp.Diff(DefaultConfig(), cfg); diff != "" {
+		t.Errorf("example differs from the defaults (-want +got):\n%s", diff)
+	}
+	m := defaultModel()
+	got, _ := loadAndValidate("../deploy/inferrail.example.yaml")
+	gm := got.Models[0]
+	gm.Name, gm.Aliases, gm.Tokenizer = "", nil, ""
+	if diff := cmp.Diff(m, gm); diff != "" {
+		t.Errorf("example model differs from the model defaults (-want +got):\n%s", diff)
+	}
+}

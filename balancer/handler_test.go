@@ -1,0 +1,251 @@
+package balancer
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferrail/inferrail/internal/openai"
+)
+
+func stringsReader(s string) io.Reader { return strings.NewReader(s) }
+
+func TestRoutesAndErrors(t *testing.T) {
+	up := newUpstream(t, okHandler)
+	_, srv := newTestBalancer(t, testConfig(up.srv.URL))
+	tests := []struct {
+		name, method, path, body string
+		want                     int
+	}{
+		{"unknown path", "GET", "/v1/nope", "", 404},
+		{"wrong method chat", "GET", "/v1/chat/completions", "", 405},
+		{"wrong method models", "POST", "/v1/models", "{}", 405},
+		{"not json", "POST", "/v1/chat/completions", "{", 400},
+		{"not an object", "POST", "/v1/chat/completions", "[1,2]", 400},
+		{"model not a string", "POST", "/v1/completions", `{"model":5,"prompt":"x"}`, 400},
+		{"unknown model", "POST", "/v1/completions", `{"model":"zzz","prompt":"x"}`, 404},
+		{"ok completions", "POST", "/v1/completions", `{"model":"m","prompt":"x"}`, 200},
+		{"ok chat", "POST", "/v1/chat/completions", chatBody, 200},
+		{"ok embeddings", "POST", "/v1/embeddings", `{"model":"m","input":"x"}`, 200},
+		{"models", "GET", "/v1/models", "", 200},
+		{"health", "GET", "/health", "", 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status = %d, want %d; body %s", resp.StatusCode, tc.want, body)
+			}
+			if tc.want >= 400 {
+				if _, ok := openai.ParseError(body); !ok {
+					t.Errorf("error body not in OpenAI shape: %s", body)
+				}
+			}
+		})
+	}
+}
+
+func TestHeadersAndAliasRewrite(t *testing.T) {
+	up := newUpstream(t, okHandler)
+	_, srv := newTestBalancer(t, testConfig(up.srv.URL))
+	body := `{"messages":[{"role":"user","content":"hi"}],  "model" : "alias-m","x":[1, 2]}`
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("X-Request-Id", "req-123")
+	req.Header.Set("Connection", "close, X-Hop")
+	req.Header.Set("X-Hop", "secret")
+	req.Header.Set("X-Keep", "yes")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	got := map[string]string{}
+	for _, h := range []string{HeaderRequestID, HeaderReplica, HeaderPromptTokens, HeaderCachedTokens} {
+		got[h] = resp.Header.Get(h)
+	}
+	if got[HeaderRequestID] != "req-123" || got[HeaderReplica] != "r0" || got[HeaderPromptTokens] == "" || got[HeaderCachedTokens] == "" {
+		t.Errorf("response headers = %v", got)
+	}
+	in := <-up.hits
+	sent := <-up.bodies
+	want := `{"messages":[{"role":"user","content":"hi"}],  "model" : "m","x":[1, 2]}`
+	if diff := cmp.Diff(want, string(sent)); diff != "" {
+		t.Errorf("forwarded body (-want +got):\n%s", diff)
+	}
+	if in.Header.Get("X-Hop") != "" || in.Header.Get("X-Keep") != "yes" || in.Header.Get("X-Request-Id") != "req-123" {
+		t.Errorf("forwarded headers = %v", in.Header)
+	}
+}
+
+func TestRetryBeforeFirstByte(t *testing.T) {
+	bad := newUpstream(t, statusHandler(http.StatusServiceUnavailable))
+	good := newUpstream(t, okHandler)
+	// A port nobody listens on: a dial error.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	for _, tc := range []struct {
+		name  string
+		urls  []string
+		want  int
+		tries int
+	}{
+		{"503 then ok", []string{bad.srv.URL, good.srv.URL}, 200, 2},
+		{"dial error then ok", []string{dead, good.srv.URL}, 200, 2},
+		{"all 503: last answer passes", []string{bad.srv.URL}, 503, 1},
+		{"all dead: 502", []string{dead}, 502, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(tc.urls...)
+			cfg.Models[0].Routing.Policy = "round_robin"
+			cfg.Health.FailureThreshold = 0
+			_, srv := newTestBalancer(t, cfg)
+			for i := 0; i < 4; i++ {
+				resp, body := post(t, srv.URL+"/v1/completions", `{"model":"m","prompt":"x"}`)
+				if resp.StatusCode != tc.want {
+					t.Fatalf("request %d: status %d, want %d: %s", i, resp.StatusCode, tc.want, body)
+				}
+				if tc.want >= 500 {
+					if _, ok := openai.ParseError([]byte(body)); !ok {
+						t.Errorf("not an OpenAI error: %s", body)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestNoRetryAfterFirstByte(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	// Every replica sends headers and part of the body, then breaks.
+	h := func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		_, _ = io.WriteString(w, "data: {}\n\n")
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	}
+	a, b2 := newUpstream(t, h), newUpstream(t, h)
+	_, srv := newTestBalancer(t, testConfig(a.srv.URL, b2.srv.URL))
+	resp, err := http.Post(srv.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"x","stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil {
+		t.Errorf("the broken stream ended cleanly for the client")
+	}
+	if !strings.HasPrefix(string(got), "data: {}") {
+		t.Errorf("client got %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Errorf("upstream calls = %d, want 1 (a started stream is never replayed)", calls)
+	}
+}
+
+func TestFullFleetGets503RetryAfter(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 10)
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-release
+		okHandler(w, r)
+	})
+	cfg := testConfig(up.srv.URL)
+	cfg.Replicas[0].MaxConcurrency = 2
+	_, srv := newTestBalancer(t, cfg)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			resp, _ := post(t, srv.URL+"/v1/completions", `{"model":"m","prompt":"x"}`)
+			if resp.StatusCode != 200 {
+				t.Errorf("held request: status %d", resp.StatusCode)
+			}
+		})
+	}
+	<-started
+	<-started
+	resp, body := post(t, srv.URL+"/v1/completions", `{"model":"m","prompt":"x"}`)
+	close(release)
+	wg.Wait()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("third request: status %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+}
+
+func TestClientDisconnectCancelsUpstream(t *testing.T) {
+	gone := make(chan struct{})
+	started := make(chan struct{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		close(started)
+		<-r.Context().Done()
+		close(gone)
+	})
+	b, srv := newTestBalancer(t, testConfig(up.srv.URL))
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/completions", strings.NewReader(`{"model":"m","prompt":"x","stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	cancel()
+	resp.Body.Close()
+	<-gone // the upstream saw the cancellation; a hang here fails the test by timeout
+	rep := b.fleet.Snapshot().Replicas[0]
+	waitFor(t, func() bool { return rep.Counters.InFlight.Load() == 0 })
+}
+
+func TestModelsList(t *testing.T) {
+	up := newUpstream(t, okHandler)
+	_, srv := newTestBalancer(t, testConfig(up.srv.URL))
+	resp, err := http.Get(srv.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list openai.ModelList
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range list.Data {
+		ids = append(ids, m.ID)
+	}
+	if diff := cmp.Diff([]string{"m", "alias-m"}, ids); diff != "" {
+		t.Errorf("model ids (-want +got):\n%s", diff)
+	}
+}
+
+func TestPromptTokensHeaderMatchesTokenizer(t *testing.T) {
+	up := newUpstream(t, okHandler)
+	_, srv := newTestBalancer(t, testConfig(up.srv.URL))
+	resp, _ := post(t, srv.URL+"/v1/completions", `{"model":"m","prompt":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]}`)
+	if got := resp.Header.Get(HeaderPromptTokens); got != strconv.Itoa(20) {
+		t.Errorf("prompt tokens = %q, want 20", got)
+	}
+}
