@@ -25,6 +25,8 @@ type Tokenizer interface {
 // modelTokenizer adapts internal/tokenize's Model to Tokenizer.
 type modelTokenizer struct{ m *tokenize.Model }
 
+var _ Tokenizer = modelTokenizer{}
+
 func (t modelTokenizer) Chat(body []byte) ([]uint32, error) {
 	p, err := t.m.Chat(body)
 	return p.TokenIDs, err

@@ -31,6 +31,11 @@ type gossipAdapter struct {
 	mu sync.Mutex // serializes metadata updates
 }
 
+var (
+	_ gossipNode  = (*gossipAdapter)(nil)
+	_ metaUpdater = (*gossipAdapter)(nil)
+)
+
 // newGossip builds the sidecar's gossip node, disseminating feed's summaries.
 func newGossip(cfg Config, feed *summaryFeed, log *slog.Logger, reg prometheus.Registerer) (*gossipAdapter, error) {
 	gc := gossip.DefaultConfig()
