@@ -186,3 +186,60 @@ func TestStaleLoadAndResync(t *testing.T) {
 		}
 	})
 }
+
+// TestNewEpochReachesBalancers: a rebuild (new epoch, removed blocks dropped)
+// reaches every balancer by snapshot, and deltas continue in the new epoch.
+func TestNewEpochReachesBalancers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := gossiptest.Start(t, gossiptest.Options{Sidecars: 1, Balancers: 2})
+		if !gossiptest.WaitFor(10*time.Second, 50*time.Millisecond, c.Converged) {
+			t.Fatal("cluster did not converge")
+		}
+		b := newBuilder(t)
+		for h := range kvblock.Hash(100) {
+			b.Add(h, summary.MediumGPU)
+		}
+		c.Nodes[0].SetSummarySource(b)
+		view := func(bal *gossip.Node) (*summary.View, bool) {
+			m := bal.Fleet().Snapshot().Member("sidecar-0")
+			if m == nil {
+				return nil, false
+			}
+			return m.Summary(time.Now())
+		}
+		state := func(want func(v *summary.View) bool) func() bool {
+			return func() bool {
+				for _, bal := range c.Nodes[1:] {
+					v, fresh := view(bal)
+					if !fresh || !want(v) {
+						return false
+					}
+				}
+				return true
+			}
+		}
+		if !gossiptest.WaitFor(5*time.Second, 10*time.Millisecond, state(func(v *summary.View) bool { return v.Contains(99, summary.MediumGPU) })) {
+			t.Fatal("first summary never arrived")
+		}
+		epoch0, _ := b.Version()
+		for h := range kvblock.Hash(60) { // past the 25% removal threshold
+			b.Remove(h, summary.MediumGPU)
+		}
+		b.Add(1000, summary.MediumGPU)
+		newEpoch := func(v *summary.View) bool {
+			in := v.Info()
+			return in.Epoch > epoch0 && v.Contains(1000, summary.MediumGPU) && v.Contains(99, summary.MediumGPU) &&
+				v.LongestPrefix([]kvblock.Hash{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, summary.MediumGPU) < 3
+		}
+		if !gossiptest.WaitFor(2*time.Second, 10*time.Millisecond, state(newEpoch)) {
+			t.Fatal("new epoch did not reach every balancer within 2s")
+		}
+		b.Add(2000, summary.MediumGPU)
+		if !gossiptest.WaitFor(time.Second, 10*time.Millisecond, state(func(v *summary.View) bool { return v.Contains(2000, summary.MediumGPU) })) {
+			t.Fatal("delta after the new epoch not applied")
+		}
+		if m := c.Nodes[0].Meta(); m.SummaryEpoch <= epoch0 {
+			t.Errorf("metadata epoch %d not updated past %d", m.SummaryEpoch, epoch0)
+		}
+	})
+}

@@ -260,8 +260,12 @@ func (n *Node) onAnnounce(m *Member, a announce, now time.Time) {
 
 // maxEarly bounds the deltas held per sidecar while waiting for a missing
 // one. memberlist hands user messages over newest first (its queue is LIFO),
-// and UDP may reorder too, so deltas sent back to back often arrive swapped.
+// UDP may reorder too, and a new epoch's first deltas can overtake its
+// snapshot (TCP), so deltas often arrive ahead of the view.
 const maxEarly = 64
+
+// version is a summary (epoch, seq).
+type version struct{ epoch, seq uint64 }
 
 func (n *Node) onSummary(m *Member, body []byte, now time.Time) {
 	p := m.p
@@ -269,47 +273,58 @@ func (n *Node) onSummary(m *Member, body []byte, now time.Time) {
 	switch {
 	case err == nil:
 		n.applied(m, body, now)
-		// Apply held deltas that now follow.
-		for len(p.early) > 0 {
-			in := p.view.Info()
-			next, ok := p.early[in.Seq+1]
-			if !ok {
-				break
-			}
-			delete(p.early, in.Seq+1)
-			if p.view.Apply(next) != nil {
-				break
-			}
-			n.applied(m, next, now)
-		}
-		if in := p.view.Info(); len(p.early) > 0 {
-			for s := range p.early {
-				if s <= in.Seq {
-					delete(p.early, s)
-				}
-			}
-		}
+		n.drainEarly(m, now)
 	case errors.Is(err, summary.ErrGap):
 		typ, epoch, seq, _ := summary.Peek(body)
 		in := p.view.Info()
-		if typ == summary.TypeDelta && in.Valid && epoch == in.Epoch && seq > in.Seq+1 && seq <= in.Seq+maxEarly {
+		ahead := typ == summary.TypeDelta && (!in.Valid || epoch > in.Epoch || epoch == in.Epoch && seq > in.Seq+1)
+		if ahead && len(p.early) < maxEarly {
 			if p.early == nil {
-				p.early = make(map[uint64][]byte)
+				p.early = make(map[version][]byte)
 			}
-			p.early[seq] = body
+			p.early[version{epoch, seq}] = body
 			if p.behindSince.IsZero() {
 				p.behindSince = now
-			} else if now.Sub(p.behindSince) >= n.cfg.ResyncAfter {
-				n.m.summaryGaps.Inc()
-				n.requestResync(m, now)
 			}
-			return
+			if now.Sub(p.behindSince) < n.cfg.ResyncAfter {
+				return // the missing message may still come
+			}
 		}
 		n.m.summaryGaps.Inc()
 		n.requestResync(m, now)
 	case errors.Is(err, summary.ErrStale):
 	default:
 		n.reject("malformed", m.Name, err)
+	}
+}
+
+// drainEarly applies held deltas that now follow the view and drops those it
+// has passed.
+func (n *Node) drainEarly(m *Member, now time.Time) {
+	p := m.p
+	for len(p.early) > 0 {
+		in := p.view.Info()
+		v := version{in.Epoch, in.Seq + 1}
+		next, ok := p.early[v]
+		if !ok {
+			break
+		}
+		delete(p.early, v)
+		if p.view.Apply(next) != nil {
+			break
+		}
+		n.applied(m, next, now)
+	}
+	if len(p.early) > 0 {
+		in := p.view.Info()
+		for v := range p.early {
+			if v.epoch < in.Epoch || v.epoch == in.Epoch && v.seq <= in.Seq {
+				delete(p.early, v)
+			}
+		}
+		if len(p.early) > 0 && p.behindSince.IsZero() {
+			p.behindSince = now // still waiting for a missing delta
+		}
 	}
 }
 
@@ -321,7 +336,6 @@ func (n *Node) applied(m *Member, body []byte, now time.Time) {
 	in := p.view.Info()
 	typ, _ := summary.Type(body)
 	if typ == summary.TypeSnapshot {
-		clear(p.early)
 		if o := n.cfg.Observer; o != nil {
 			o.SummaryApplied(m.Name, in.Epoch, in.Seq, time.Time{}, now)
 		}

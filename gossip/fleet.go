@@ -60,9 +60,9 @@ type peer struct {
 	leavingAt atomic.Int64
 
 	// Touched only by the node's processing goroutine:
-	behindSince time.Time         // first announcement ahead of the view
-	lastResync  time.Time         // last resync request sent
-	early       map[uint64][]byte // deltas ahead of the view, by sequence
+	behindSince time.Time          // first announcement ahead of the view
+	lastResync  time.Time          // last resync request sent
+	early       map[version][]byte // deltas ahead of the view
 }
 
 // Member is one node in a FleetSnapshot. Its identity, metadata and status

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-
 )
 
 // Medium names where a replica holds a block: GPU memory, or an offload tier.
