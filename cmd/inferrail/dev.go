@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/inferrail/inferrail/internal/devfleet"
+)
+
+func init() {
+	register(command{name: "dev", summary: "run a whole local fleet: simulators, sidecars, balancers, gossip", run: runDev})
+}
+
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := devfleet.DefaultConfig()
+	fs := newFlagSet("dev", "[--replicas N] [--balancers B] [--port 8080] [flags]", stderr)
+	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "number of simulated engines, each with a sidecar")
+	fs.IntVar(&cfg.Balancers, "balancers", cfg.Balancers, "number of balancers (balancer i listens on port+i)")
+	fs.IntVar(&cfg.Port, "port", cfg.Port, "first balancer's client port (0 picks free ports)")
+	fs.StringVar(&cfg.Policy, "policy", cfg.Policy, "routing policy: round_robin, random, least_request, p2c, prefix_hash, kv_aware, cost_model")
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "served model name")
+	fs.IntVar(&cfg.CacheBlocks, "num-gpu-blocks", cfg.CacheBlocks, "KV blocks per simulator (0: the simulator's default)")
+	fs.BoolVar(&cfg.ZeroLatency, "zero-latency", cfg.ZeroLatency, "simulator steps take no time")
+	fs.StringVar(&cfg.LogDir, "log-dir", "", "directory for the children's logs (default: a temporary directory)")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "children's log level")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return devfleet.Run(ctx, cfg, log, func(f *devfleet.Fleet) {
+		printFleet(stdout, f)
+		fmt.Fprintln(stdout, "\nCtrl-C stops the fleet.")
+	})
+}
+
+// printFleet prints the client URLs and every admin URL of f.
+func printFleet(w io.Writer, f *devfleet.Fleet) {
+	fmt.Fprintln(w, "inferrail dev fleet ready")
+	fmt.Fprintln(w, "\nclient URLs (OpenAI API):")
+	for i, b := range f.Balancers {
+		fmt.Fprintf(w, "  balancer-%d  %s/v1/chat/completions\n", i, b.URL)
+	}
+	fmt.Fprintln(w, "\nadmin URLs:")
+	for i, b := range f.Balancers {
+		fmt.Fprintf(w, "  balancer-%d  %s  (/metrics /healthz /v1/gossip/members /v1/gossip/state)\n", i, b.Admin)
+	}
+	for _, r := range f.Replicas {
+		fmt.Fprintf(w, "  %s   sidecar %s  engine %s  (engine /metrics, /inferrail/debug/kv_cache)\n", r.Name, r.SidecarAdmin, r.EngineURL)
+	}
+	fmt.Fprintf(w, "\nlogs: %s\n", f.LogDir())
+}

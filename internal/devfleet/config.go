@@ -1,0 +1,93 @@
+package devfleet
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config describes a local fleet.
+type Config struct {
+	// Binary is the inferrail binary to run (default: this process's own
+	// executable).
+	Binary string
+	// Replicas is the number of simulators (each with a sidecar).
+	Replicas int
+	// Balancers is the number of balancers.
+	Balancers int
+	// Port is the first balancer's client port; balancer i listens on Port+i.
+	// 0 picks free ports.
+	Port int
+	// Model is the served model name.
+	Model string
+	// Policy is the balancers' routing policy (round_robin, random,
+	// least_request, p2c, prefix_hash, kv_aware, cost_model).
+	Policy string
+	// Seed seeds the balancers' routing.
+	Seed uint64
+	// CacheBlocks is each simulator's KV capacity in blocks
+	// (--num-gpu-blocks-override); 0 keeps the simulator's default.
+	CacheBlocks int
+	// BlockSize is the simulators' KV block size.
+	BlockSize int
+	// ZeroLatency makes simulator steps take no time.
+	ZeroLatency bool
+	// SimArgs are extra `inferrail sim` flags (latency model).
+	SimArgs []string
+	// LogDir receives one log file per process (default: a temporary
+	// directory, removed on Stop unless KeepLogs).
+	LogDir string
+	// KeepLogs keeps a temporary LogDir after Stop.
+	KeepLogs bool
+	// LogLevel is every child's --log-level.
+	LogLevel string
+	// ReadyTimeout bounds the wait for the whole fleet to be ready.
+	ReadyTimeout time.Duration
+	// StopTimeout bounds each child's graceful exit before it is killed.
+	StopTimeout time.Duration
+}
+
+// DefaultConfig returns a 4-replica, 1-balancer fleet on port 8080 routing
+// with cost_model.
+func DefaultConfig() Config {
+	return Config{
+		Replicas:     4,
+		Balancers:    1,
+		Port:         8080,
+		Model:        "sim-model",
+		Policy:       "cost_model",
+		Seed:         1,
+		BlockSize:    16,
+		LogLevel:     "warn",
+		ReadyTimeout: time.Minute,
+		StopTimeout:  15 * time.Second,
+	}
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(f string, args ...any) { errs = append(errs, fmt.Errorf(f, args...)) }
+	if c.Replicas < 1 || c.Replicas > 64 {
+		bad("replicas must be in [1, 64], got %d", c.Replicas)
+	}
+	if c.Balancers < 1 || c.Balancers > 16 {
+		bad("balancers must be in [1, 16], got %d", c.Balancers)
+	}
+	if c.Port < 0 || c.Port+c.Balancers > 65535 {
+		bad("port must be in [0, 65535-balancers], got %d", c.Port)
+	}
+	if c.Model == "" {
+		bad("model must not be empty")
+	}
+	if c.Policy == "" {
+		bad("policy must not be empty")
+	}
+	if c.CacheBlocks < 0 || c.BlockSize <= 0 {
+		bad("cache_blocks must be >= 0 and block_size > 0, got %d and %d", c.CacheBlocks, c.BlockSize)
+	}
+	if c.ReadyTimeout <= 0 || c.StopTimeout <= 0 {
+		bad("ready_timeout and stop_timeout must be > 0")
+	}
+	return errors.Join(errs...)
+}

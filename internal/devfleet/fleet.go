@@ -1,0 +1,308 @@
+package devfleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Replica is one simulator and its sidecar.
+type Replica struct {
+	// Name is the sidecar's gossip node name (what x-inferrail-replica shows).
+	Name string
+	// EngineURL is the simulator's base URL; its /metrics is the engine page.
+	EngineURL string
+	// SidecarURL is the sidecar's data address; SidecarAdmin its admin URL.
+	SidecarURL, SidecarAdmin string
+}
+
+// Balancer is one balancer.
+type Balancer struct {
+	// URL is the client URL; Admin the admin URL.
+	URL, Admin string
+}
+
+// Fleet is a running local fleet.
+type Fleet struct {
+	cfg       Config
+	log       *slog.Logger
+	logDir    string
+	tmpLogDir bool
+	procs     []*proc // in start order
+	tiers     [3][]*proc // simulators, sidecars, balancers
+
+	// Replicas and Balancers describe the running components.
+	Replicas  []Replica
+	Balancers []Balancer
+}
+
+// LogDir returns the directory holding the children's logs.
+func (f *Fleet) LogDir() string { return f.logDir }
+
+// EngineMetricsURLs returns every simulator's /metrics URL.
+func (f *Fleet) EngineMetricsURLs() []string {
+	out := make([]string, len(f.Replicas))
+	for i, r := range f.Replicas {
+		out[i] = r.EngineURL + "/metrics"
+	}
+	return out
+}
+
+// Start starts the fleet and returns once every balancer sees every replica
+// alive with a fresh load report. On error, whatever started is stopped.
+func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Fleet, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("dev fleet config: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the inferrail binary: %w", err)
+		}
+		cfg.Binary = exe
+	}
+	f := &Fleet{cfg: cfg, log: log, logDir: cfg.LogDir}
+	if f.logDir == "" {
+		dir, err := os.MkdirTemp("", "inferrail-dev-")
+		if err != nil {
+			return nil, fmt.Errorf("log dir: %w", err)
+		}
+		f.logDir, f.tmpLogDir = dir, true
+	} else if err := os.MkdirAll(f.logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
+	}
+	readyCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	defer cancel()
+	if err := f.start(readyCtx); err != nil {
+		_ = f.Stop()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *Fleet) start(ctx context.Context) error {
+	cfg := f.cfg
+	var seed string
+	for i := range cfg.Replicas {
+		ports := make([]int, 6) // engine, pub, replay, data, admin, gossip
+		for j := range ports {
+			var err error
+			if j == 5 {
+				ports[j], err = freeUDPTCPPort()
+			} else {
+				ports[j], err = freePort()
+			}
+			if err != nil {
+				return err
+			}
+		}
+		engine, pub, replay, data, admin, gport := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
+		r := Replica{
+			Name:         fmt.Sprintf("replica-%d", i),
+			EngineURL:    fmt.Sprintf("http://127.0.0.1:%d", engine),
+			SidecarURL:   fmt.Sprintf("http://127.0.0.1:%d", data),
+			SidecarAdmin: fmt.Sprintf("http://127.0.0.1:%d", admin),
+		}
+		simArgs := []string{"sim", "--host", "127.0.0.1", "--port", strconv.Itoa(engine),
+			"--served-model-name", cfg.Model, "--enable-prompt-tokens-details",
+			"--block-size", strconv.Itoa(cfg.BlockSize), "--log-level", cfg.LogLevel,
+			"--kv-events-config", fmt.Sprintf(`{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://127.0.0.1:%d","replay_endpoint":"tcp://127.0.0.1:%d"}`, pub, replay)}
+		if cfg.CacheBlocks > 0 {
+			simArgs = append(simArgs, "--num-gpu-blocks-override", strconv.Itoa(cfg.CacheBlocks))
+		}
+		if cfg.ZeroLatency {
+			simArgs = append(simArgs, "--zero-latency")
+		}
+		simArgs = append(simArgs, cfg.SimArgs...)
+		sim, err := startProc(cfg.Binary, f.logDir, fmt.Sprintf("sim-%d", i), simArgs...)
+		if err != nil {
+			return err
+		}
+		f.add(0, sim)
+		if err := waitOK(ctx, r.EngineURL+"/health", sim); err != nil {
+			return fmt.Errorf("simulator %d not ready: %w", i, err)
+		}
+		scArgs := []string{"sidecar", "--engine-url", r.EngineURL, "--engine", "vllm", "--tokenizer", "builtin:sim",
+			"--model", cfg.Model, "--block-size", strconv.Itoa(cfg.BlockSize),
+			"--listen", fmt.Sprintf("127.0.0.1:%d", data), "--admin", fmt.Sprintf("127.0.0.1:%d", admin),
+			"--gossip-bind", fmt.Sprintf("127.0.0.1:%d", gport), "--gossip-profile", "local", "--node-name", r.Name,
+			"--kv-events-endpoint", fmt.Sprintf("tcp://127.0.0.1:%d", pub),
+			"--kv-events-replay-endpoint", fmt.Sprintf("tcp://127.0.0.1:%d", replay),
+			"--log-level", cfg.LogLevel}
+		if seed != "" {
+			scArgs = append(scArgs, "--join", seed)
+		} else {
+			seed = fmt.Sprintf("127.0.0.1:%d", gport)
+		}
+		sc, err := startProc(cfg.Binary, f.logDir, fmt.Sprintf("sidecar-%d", i), scArgs...)
+		if err != nil {
+			return err
+		}
+		f.add(1, sc)
+		if err := waitOK(ctx, r.SidecarAdmin+"/healthz", sc); err != nil {
+			return fmt.Errorf("sidecar %d not ready: %w", i, err)
+		}
+		f.Replicas = append(f.Replicas, r)
+	}
+	for i := range cfg.Balancers {
+		port := 0
+		if cfg.Port > 0 {
+			port = cfg.Port + i
+		} else {
+			var err error
+			if port, err = freePort(); err != nil {
+				return err
+			}
+		}
+		admin, err := freePort()
+		if err != nil {
+			return err
+		}
+		gport, err := freeUDPTCPPort()
+		if err != nil {
+			return err
+		}
+		b := Balancer{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Admin: fmt.Sprintf("http://127.0.0.1:%d", admin)}
+		path := filepath.Join(f.logDir, fmt.Sprintf("balancer-%d.yaml", i))
+		if err := os.WriteFile(path, []byte(balancerYAML(cfg, i, port, admin, gport, seed)), 0o644); err != nil {
+			return fmt.Errorf("write balancer config: %w", err)
+		}
+		p, err := startProc(cfg.Binary, f.logDir, fmt.Sprintf("balancer-%d", i), "balancer", "--config", path, "--log-level", cfg.LogLevel)
+		if err != nil {
+			return err
+		}
+		f.add(2, p)
+		if err := waitOK(ctx, b.Admin+"/healthz", p); err != nil {
+			return fmt.Errorf("balancer %d not ready: %w", i, err)
+		}
+		f.Balancers = append(f.Balancers, b)
+	}
+	for i, b := range f.Balancers {
+		if err := poll(ctx, func() error { return f.sees(b.Admin) }); err != nil {
+			return fmt.Errorf("balancer %d does not see the fleet: %w", i, err)
+		}
+	}
+	f.log.Info("dev fleet ready", "replicas", len(f.Replicas), "balancers", len(f.Balancers), "policy", cfg.Policy, "logs", f.logDir)
+	return nil
+}
+
+// balancerYAML is balancer i's config file.
+func balancerYAML(cfg Config, i, port, admin, gport int, seed string) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "listen: 127.0.0.1:%d\nadmin: 127.0.0.1:%d\n", port, admin)
+	fmt.Fprintf(&sb, "models:\n  - name: %q\n    tokenizer: builtin:sim\n    block_size: %d\n", cfg.Model, cfg.BlockSize)
+	fmt.Fprintf(&sb, "gossip:\n  enabled: true\n  bind: 127.0.0.1:%d\n  node_name: balancer-%d\n  profile: local\n  join: [%q]\n", gport, i, seed)
+	fmt.Fprintf(&sb, "routing:\n  default_policy: %s\n  seed: %d\n", cfg.Policy, cfg.Seed)
+	return sb.String()
+}
+
+// sees reports nil once the balancer's gossip state shows every replica
+// alive with a fresh load report.
+func (f *Fleet) sees(admin string) error {
+	resp, err := http.Get(admin + "/v1/gossip/state")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Members []struct {
+			Name   string `json:"name"`
+			Role   string `json:"role"`
+			Status string `json:"status"`
+			Load   *struct {
+				Stale bool `json:"stale"`
+			} `json:"load"`
+		} `json:"members"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return fmt.Errorf("gossip state: %w", err)
+	}
+	ready := 0
+	for _, m := range st.Members {
+		if m.Role == "sidecar" && m.Status == "alive" && m.Load != nil && !m.Load.Stale {
+			ready++
+		}
+	}
+	if ready < len(f.Replicas) {
+		return fmt.Errorf("%d of %d replicas alive with fresh load", ready, len(f.Replicas))
+	}
+	return nil
+}
+
+func (f *Fleet) add(tier int, p *proc) {
+	f.procs = append(f.procs, p)
+	f.tiers[tier] = append(f.tiers[tier], p)
+}
+
+// Stop stops the children tier by tier, each tier in parallel: balancers
+// first (no new requests), then sidecars (which leave the gossip), then
+// simulators. It removes a temporary log directory and is safe to call more
+// than once.
+func (f *Fleet) Stop() error {
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	for tier := len(f.tiers) - 1; tier >= 0; tier-- {
+		var wg sync.WaitGroup
+		for _, p := range f.tiers[tier] {
+			wg.Go(func() {
+				if err := p.stop(f.cfg.StopTimeout); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if f.tmpLogDir && !f.cfg.KeepLogs && len(errs) == 0 {
+		_ = os.RemoveAll(f.logDir)
+	}
+	return errors.Join(errs...)
+}
+
+// Run starts the fleet, calls ready with it, and stops it when ctx ends or
+// a child exits on its own (then it returns that error).
+func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(*Fleet)) error {
+	f, err := Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(f)
+	}
+	died := make(chan error, 1)
+	for _, p := range f.procs {
+		go func() {
+			select {
+			case <-p.done:
+				select {
+				case died <- p.exited():
+				default:
+				}
+			case <-ctx.Done():
+			}
+		}()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-died:
+	}
+	if err := f.Stop(); err != nil {
+		return errors.Join(runErr, err)
+	}
+	return runErr
+}

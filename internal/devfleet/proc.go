@@ -1,0 +1,150 @@
+package devfleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// proc is one child process.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error // valid after done
+}
+
+// startProc starts bin with args, its output in logDir/name.log.
+func startProc(bin, logDir, name string, args ...string) (*proc, error) {
+	logPath := filepath.Join(logDir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = procAttr()
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// stop sends SIGTERM, waits up to timeout, then kills.
+func (p *proc) stop(timeout time.Duration) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return nil
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop within %v; killed", p.name, timeout)
+	}
+}
+
+// exited reports an error if the process has ended.
+func (p *proc) exited() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s exited: %v (log %s)", p.name, p.err, p.log)
+	default:
+		return nil
+	}
+}
+
+// freePort returns a loopback TCP port that is free now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freeUDPTCPPort returns a port free for both TCP and UDP (gossip uses both).
+func freeUDPTCPPort() (int, error) {
+	for range 50 {
+		p, err := freePort()
+		if err != nil {
+			return 0, err
+		}
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err == nil {
+			u.Close()
+			return p, nil
+		}
+	}
+	return 0, errors.New("no port free for both TCP and UDP")
+}
+
+// waitOK polls url until it answers 200 or ctx ends; each process in watch
+// must stay alive meanwhile.
+func waitOK(ctx context.Context, url string, watch ...*proc) error {
+	return poll(ctx, func() error {
+		for _, p := range watch {
+			if err := p.exited(); err != nil {
+				return stopPolling{err}
+			}
+		}
+		resp, err := http.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		return nil
+	})
+}
+
+// stopPolling wraps an error that ends a poll at once.
+type stopPolling struct{ err error }
+
+func (s stopPolling) Error() string { return s.err.Error() }
+
+// poll calls cond every 50 ms until it returns nil, a stopPolling, or ctx
+// ends (then the last error is returned).
+func poll(ctx context.Context, cond func() error) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		var sp stopPolling
+		if errors.As(err, &sp) {
+			return sp.err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
