@@ -36,7 +36,7 @@ type Fleet struct {
 	log       *slog.Logger
 	logDir    string
 	tmpLogDir bool
-	procs     []*proc // in start order
+	procs     []*proc    // in start order
 	tiers     [3][]*proc // simulators, sidecars, balancers
 
 	// Replicas and Balancers describe the running components.
