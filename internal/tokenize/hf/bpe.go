@@ -184,8 +184,13 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, nil
 	}
-	var asStrings []string
-	if err := json.Unmarshal(t, &asStrings); err == nil {
+	// The first element tells the format; decoding the wrong one first would
+	// scan hundreds of thousands of merges twice.
+	if rest := bytes.TrimSpace(bytes.TrimPrefix(t, []byte("["))); len(rest) > 0 && rest[0] == '"' {
+		var asStrings []string
+		if err := json.Unmarshal(t, &asStrings); err != nil {
+			return nil, fmt.Errorf("merges: %w", err)
+		}
 		out := make([][2]string, len(asStrings))
 		for i, s := range asStrings {
 			a, b, ok := strings.Cut(s, " ")
