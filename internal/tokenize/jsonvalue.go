@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ardanlabs/jinja"
 )
@@ -36,6 +37,21 @@ func decodeJSON(data []byte) (jinja.Value, error) {
 }
 
 func decodeValue(dec *jsontext.Decoder, depth int) (jinja.Value, error) {
+	switch dec.PeekKind() {
+	case '"':
+		// Scalars are read as raw values: cheaper than tokens.
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
+		}
+		return jinja.NewString(unquote(raw)), nil
+	case '0':
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
+		}
+		return numberValue(string(raw)), nil
+	}
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
@@ -94,6 +110,17 @@ func decodeValue(dec *jsontext.Decoder, depth int) (jinja.Value, error) {
 		return jinja.Undefined(), fmt.Errorf("invalid json: %w", err)
 	}
 	return d, nil
+}
+
+// unquote returns the text of a validated JSON string value.
+func unquote(raw jsontext.Value) string {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1])
+	}
+	// Invalid UTF-8 (allowed) is replaced with U+FFFD, as encoding/json
+	// does; AppendUnquote reports it, but the text is what we want.
+	b, _ := jsontext.AppendUnquote(nil, raw)
+	return string(b)
 }
 
 // numberValue converts a JSON number literal the way Python's json module
