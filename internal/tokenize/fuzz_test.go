@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ardanlabs/jinja"
