@@ -172,7 +172,7 @@ func TestHopByHopHeadersRemoved(t *testing.T) {
 	in.RemoteAddr = "192.0.2.1:1234"
 	p := New(DefaultConfig())
 	defer p.Close()
-	resp, err := p.Send(context.Background(), Upstream{Base: mustURL(t, up.URL + "/prefix")}, in, []byte("{}"), http.Header{"X-Request-Id": {"id1"}})
+	resp, err := p.Send(context.Background(), Upstream{Base: mustURL(t, up.URL+"/prefix")}, in, []byte("{}"), http.Header{"X-Request-Id": {"id1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
