@@ -49,7 +49,7 @@ func benchText(n int) string {
 	return b.String()
 }
 
-var benchFamilies = []string{"llama3_1", "qwen3", "llama2", "gemma3"}
+var benchFamilies = []string{"llama3_1", "qwen3", "llama2", "gemma3", "deepseek_v3", "gptoss"}
 
 // text8k returns a text of about 8,000 tokens for tk.
 func text8k(b *testing.B, tk *Tokenizer) (string, int) {

@@ -20,6 +20,11 @@ func scannerPairs(t testing.TB) map[string][2]pattern {
 		name := "gpt4_digits" + string(rune('0'+k))
 		out[name] = [2]pattern{gpt4Scanner{maxDigits: k}, re}
 	}
+	re, err := compileRegex(o200kPattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["o200k"] = [2]pattern{o200kScanner{}, re}
 	return out
 }
 
@@ -31,7 +36,8 @@ func scannerText(rnd *rand.Rand) string {
 	pieces := []string{"'", "'s", "'S", "'ll", "'LL", "'Re", "'ve", "'m", "'d", "'t", "'ſ", "'x", "''",
 		" ", "  ", "\t", "\n", "\r", "\r\n", "\v", "\f", "\u0085", "\u00a0", "\u2003", "\u3000", "\u2028",
 		"a", "Z", "é", "ß", "日", "Ж", "ǅ", "ʰ", "1", "٣", "Ⅻ", "½", "²", "\u0301", "\u0903", "!", "...", "—",
-		"😀", "€", "\u200b", "\ufeff", "\x00", "\x7f", "\uFBCB", "\U000e0001", "\U0010FFFD", "_", "-", "/", "ﬅ"}
+		"😀", "€", "\u200b", "\ufeff", "\x00", "\x7f", "\uFBCB", "\U000e0001", "\U0010FFFD", "_", "-", "/", "ﬅ",
+		"A", "Bc", "DE", "ǈ", "ʰ", "ª", "中", "\u0300", "\u20dd", "x\u0301", "\u0301A", "AB\u0301", "Aʰ", "ʰA", "ǅa", "İ"}
 	var b strings.Builder
 	for range rnd.IntN(30) {
 		b.WriteString(pieces[rnd.IntN(len(pieces))])
@@ -56,7 +62,7 @@ func TestScannerMatchesRegex(t *testing.T) {
 }
 
 func TestScannerChosen(t *testing.T) {
-	for _, fam := range []string{"llama3_1", "qwen3"} {
+	for _, fam := range []string{"llama3_1", "qwen3", "gptoss"} {
 		tk := loadFamily(t, fam)
 		seq, ok := tk.pre.(preSequence)
 		if !ok {
@@ -64,8 +70,8 @@ func TestScannerChosen(t *testing.T) {
 		}
 		if sp, ok := seq[0].(*splitPre); !ok {
 			t.Errorf("%s: first pre-tokenizer %T", fam, seq[0])
-		} else if _, ok := sp.pat.(gpt4Scanner); !ok {
-			t.Errorf("%s: split pattern is %T, want the gpt4Scanner", fam, sp.pat)
+		} else if _, ok := sp.pat.(*regex); ok {
+			t.Errorf("%s: split pattern is a regex, want a scanner", fam)
 		}
 	}
 }
