@@ -275,8 +275,8 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 		if v.Pattern.Regex != nil {
 			if k, ok := gpt4Patterns[*v.Pattern.Regex]; ok {
 				p = gpt4Scanner{maxDigits: k}
-			} else if *v.Pattern.Regex == o200kPattern {
-				p = o200kScanner{}
+			} else if sc, ok := knownScanners[*v.Pattern.Regex]; ok {
+				p = sc
 			}
 		}
 		b, err := parseSplitBehavior(v.Behavior)

@@ -17,6 +17,14 @@ var gpt4Patterns = map[string]int{
 	`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`:      1,
 }
 
+// knownScanners maps other Split regexes to their hand-written matchers.
+var knownScanners = map[string]pattern{
+	o200kPattern:   o200kScanner{},
+	deepseekDigits: numberRuns{max: 3},
+	deepseekCJK:    runeRuns(isDeepseekCJK),
+	deepseekMain:   deepseekScanner{},
+}
+
 // Character classes, after refRune.
 const (
 	clsOther = iota

@@ -20,11 +20,13 @@ func scannerPairs(t testing.TB) map[string][2]pattern {
 		name := "gpt4_digits" + string(rune('0'+k))
 		out[name] = [2]pattern{gpt4Scanner{maxDigits: k}, re}
 	}
-	re, err := compileRegex(o200kPattern)
-	if err != nil {
-		t.Fatal(err)
+	for src, sc := range knownScanners {
+		re, err := compileRegex(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[src[:min(len(src), 24)]] = [2]pattern{sc, re}
 	}
-	out["o200k"] = [2]pattern{o200kScanner{}, re}
 	return out
 }
 
@@ -37,7 +39,8 @@ func scannerText(rnd *rand.Rand) string {
 		" ", "  ", "\t", "\n", "\r", "\r\n", "\v", "\f", "\u0085", "\u00a0", "\u2003", "\u3000", "\u2028",
 		"a", "Z", "é", "ß", "日", "Ж", "ǅ", "ʰ", "1", "٣", "Ⅻ", "½", "²", "\u0301", "\u0903", "!", "...", "—",
 		"😀", "€", "\u200b", "\ufeff", "\x00", "\x7f", "\uFBCB", "\U000e0001", "\U0010FFFD", "_", "-", "/", "ﬅ",
-		"A", "Bc", "DE", "ǈ", "ʰ", "ª", "中", "\u0300", "\u20dd", "x\u0301", "\u0301A", "AB\u0301", "Aʰ", "ʰA", "ǅa", "İ"}
+		"A", "Bc", "DE", "ǈ", "ʰ", "ª", "中", "\u0300", "\u20dd", "x\u0301", "\u0301A", "AB\u0301", "Aʰ", "ʰA", "ǅa", "İ",
+		"#abc", ".X", "$", "+", "©", "ひらがな", "カタ", "龥", "龦", "1234567", "(a)", "\u0301\u0301", " (", " +\n"}
 	var b strings.Builder
 	for range rnd.IntN(30) {
 		b.WriteString(pieces[rnd.IntN(len(pieces))])
@@ -62,16 +65,18 @@ func TestScannerMatchesRegex(t *testing.T) {
 }
 
 func TestScannerChosen(t *testing.T) {
-	for _, fam := range []string{"llama3_1", "qwen3", "gptoss"} {
+	for _, fam := range []string{"llama3_1", "qwen3", "gptoss", "deepseek_v3"} {
 		tk := loadFamily(t, fam)
 		seq, ok := tk.pre.(preSequence)
 		if !ok {
 			t.Fatalf("%s: pre-tokenizer %T, want a Sequence", fam, tk.pre)
 		}
-		if sp, ok := seq[0].(*splitPre); !ok {
-			t.Errorf("%s: first pre-tokenizer %T", fam, seq[0])
-		} else if _, ok := sp.pat.(*regex); ok {
-			t.Errorf("%s: split pattern is a regex, want a scanner", fam)
+		for i, p := range seq {
+			if sp, ok := p.(*splitPre); ok {
+				if _, isRegex := sp.pat.(*regex); isRegex {
+					t.Errorf("%s: split %d is a regex, want a scanner", fam, i)
+				}
+			}
 		}
 	}
 }
