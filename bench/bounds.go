@@ -18,6 +18,9 @@ type Prompt struct {
 	Tokens int
 	// Hashes are the full blocks' chained hashes.
 	Hashes []kvblock.Hash
+	// Warmup marks a warm-up request: it fills the caches but its hits and
+	// tokens are not counted, as in the run's summary.
+	Warmup bool
 }
 
 // Bounds are hit-rate ceilings of one request sequence, token-weighted
@@ -47,12 +50,15 @@ type Bounds struct {
 }
 
 // ComputeBounds computes the bounds of prompts (in arrival order) for
-// replicas caches of cacheBlocks blocks each.
+// replicas caches of cacheBlocks blocks each. Warm-up prompts fill the caches
+// but are left out of the rates.
 func ComputeBounds(prompts []Prompt, replicas, cacheBlocks, blockSize int) Bounds {
 	b := Bounds{Replicas: replicas, CacheBlocks: cacheBlocks, BlockSize: blockSize}
 	total := 0
 	for _, p := range prompts {
-		total += p.Tokens
+		if !p.Warmup {
+			total += p.Tokens
+		}
 	}
 	if total == 0 || replicas <= 0 || cacheBlocks <= 0 {
 		return b
@@ -75,7 +81,9 @@ func infiniteHits(prompts []Prompt) int {
 			if _, ok := seen[h]; !ok {
 				break
 			}
-			hits++
+			if !p.Warmup {
+				hits++
+			}
 		}
 		for _, h := range p.Hashes {
 			seen[h] = struct{}{}
@@ -125,7 +133,9 @@ func lruHits(prompts []Prompt, capacity int) int {
 	c := newLRU(capacity)
 	hits := 0
 	for _, p := range prompts {
-		hits += c.match(p.Hashes)
+		if m := c.match(p.Hashes); !p.Warmup {
+			hits += m
+		}
 		c.insert(p.Hashes)
 	}
 	return hits
@@ -176,7 +186,9 @@ func beladyHits(prompts []Prompt, capacity int) int {
 			if _, ok := resident[h]; !ok {
 				break
 			}
-			hits++
+			if !p.Warmup {
+				hits++
+			}
 		}
 		for j, h := range p.Hashes {
 			resident[h] = next[i][j]
@@ -219,8 +231,10 @@ func oracleHits(prompts []Prompt, replicas, cacheBlocks, blockSize int) (int, []
 		}
 		start := max(p.At, freeAt[best])
 		freeAt[best] = start + prefillTime(p.Tokens-bestM*blockSize, bestM*blockSize)
-		ttft = append(ttft, freeAt[best]-p.At)
-		hits += bestM
+		if !p.Warmup {
+			ttft = append(ttft, freeAt[best]-p.At)
+			hits += bestM
+		}
 		caches[best].insert(p.Hashes)
 	}
 	return hits, ttft

@@ -17,8 +17,11 @@ type SLO struct {
 
 // Config configures a Runner.
 type Config struct {
-	// Target is the base URL requests go to (…/v1/chat/completions is added).
-	Target string `json:"target"`
+	// Targets are the base URLs requests go to (…/v1/chat/completions is
+	// added); with several (one per balancer), turn t of session s goes to
+	// Targets[(s+t) % len], so a conversation moves between balancers the
+	// way a cloud load balancer would spread it.
+	Targets []string `json:"targets"`
 	// Model is the model name sent in every request.
 	Model string `json:"model"`
 	// Label names the run in reports (the policy, "nginx-rr", ...).
@@ -48,7 +51,7 @@ type Config struct {
 // <= 100 ms), a 5 s warm-up and the simulator's model name and block size.
 func DefaultConfig() Config {
 	return Config{
-		Target:         "http://127.0.0.1:8080",
+		Targets:        []string{"http://127.0.0.1:8080"},
 		Model:          "sim-model",
 		Label:          "run",
 		Warmup:         5 * time.Second,
@@ -64,8 +67,13 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(f string, args ...any) { errs = append(errs, fmt.Errorf(f, args...)) }
-	if u, err := url.Parse(c.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		bad("target must be an http(s) URL, got %q", c.Target)
+	if len(c.Targets) == 0 {
+		bad("targets must name at least one URL")
+	}
+	for _, t := range c.Targets {
+		if u, err := url.Parse(t); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("targets: %q is not an http(s) URL", t)
+		}
 	}
 	if c.Model == "" {
 		bad("model must not be empty")

@@ -129,7 +129,7 @@ func oneTurnSessions(n int, gap time.Duration, maxTokens int) []Session {
 // testConfig is a valid config pointing at the in-memory server.
 func testConfig() Config {
 	c := DefaultConfig()
-	c.Target = "http://pipe"
+	c.Targets = []string{"http://pipe"}
 	c.Warmup = 0
 	c.Replicas = 2
 	c.CacheBlocks = 100

@@ -14,6 +14,8 @@ type Result struct {
 	Workload WorkloadConfig `json:"workload"`
 	// Repetition numbers the run among repetitions with new seeds.
 	Repetition int `json:"repetition"`
+	// Run says what a compared run was (zero for a single bench run).
+	Run RunInfo `json:"run"`
 	// Elapsed is the wall time of the run.
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Summary Summary       `json:"summary"`

@@ -54,16 +54,36 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 	if len(sessions) == 0 {
 		return nil, errors.New("no sessions to run")
 	}
-	before, berr := scrapeCounters(ctx, r.http, r.cfg.EngineMetrics)
-	if berr != nil {
-		r.log.Warn("engine counters unavailable", "err", berr)
+	// The engines' counters are read when the warm-up ends, so their hit
+	// rate covers about the same requests as the summary.
+	type counters struct {
+		c   CacheCounters
+		err error
+	}
+	beforeCh := make(chan counters, 1)
+	var before CacheCounters
+	var berr error
+	if r.cfg.Warmup == 0 {
+		before, berr = scrapeCounters(ctx, r.http, r.cfg.EngineMetrics)
+		beforeCh <- counters{before, berr}
 	}
 	start := time.Now()
-	c := &client{http: r.http, url: strings.TrimSuffix(r.cfg.Target, "/") + "/v1/chat/completions",
-		now: func() time.Duration { return time.Since(start) }}
+	clients := make([]*client, len(r.cfg.Targets))
+	for i, t := range r.cfg.Targets {
+		clients[i] = &client{http: r.http, url: strings.TrimSuffix(t, "/") + "/v1/chat/completions",
+			now: func() time.Duration { return time.Since(start) }}
+	}
+	c := clients[0]
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if r.cfg.Warmup > 0 {
+		go func() {
+			waitUntil(runCtx, c.now, r.cfg.Warmup)
+			b, err := scrapeCounters(context.WithoutCancel(ctx), r.http, r.cfg.EngineMetrics)
+			beforeCh <- counters{b, err}
+		}()
+	}
 	var (
 		mu      sync.Mutex // protects records and prompts
 		records []Record
@@ -79,7 +99,7 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 		mu.Unlock()
 	}
 	for _, s := range sessions {
-		wg.Go(func() { r.session(runCtx, c, s, add) })
+		wg.Go(func() { r.session(runCtx, clients, s, add) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -96,6 +116,12 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 		<-done
 	}
 	elapsed := c.now()
+	cancel() // a run shorter than its warm-up reads the counters now
+	bc := <-beforeCh
+	before, berr = bc.c, bc.err
+	if berr != nil {
+		r.log.Warn("engine counters unavailable", "err", berr)
+	}
 	after, aerr := scrapeCounters(context.WithoutCancel(ctx), r.http, r.cfg.EngineMetrics)
 	slices.SortFunc(records, func(a, b Record) int { return int(a.Scheduled - b.Scheduled) })
 	slices.SortStableFunc(prompts, func(a, b Prompt) int { return int(a.At - b.At) })
@@ -117,7 +143,8 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 }
 
 // session sends one session's turns in order.
-func (r *Runner) session(ctx context.Context, c *client, s Session, add func(Record, Prompt)) {
+func (r *Runner) session(ctx context.Context, clients []*client, s Session, add func(Record, Prompt)) {
+	c := clients[0]
 	var msgs []chatMessage
 	if s.System != "" {
 		msgs = append(msgs, chatMessage{Role: "system", Content: s.System})
@@ -137,10 +164,13 @@ func (r *Runner) session(ctx context.Context, c *client, s Session, add func(Rec
 			return
 		}
 		rec := Record{Session: s.ID, Turn: i, Warmup: due < r.cfg.Warmup}
+		c := clients[(s.ID+i)%len(clients)]
 		reqCtx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 		answer := c.do(reqCtx, body, due, &rec)
 		cancel()
-		add(rec, r.blocks(body, due))
+		p := r.blocks(body, due)
+		p.Warmup = rec.Warmup
+		add(rec, p)
 		if !rec.OK() {
 			return
 		}

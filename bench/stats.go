@@ -64,8 +64,8 @@ type Summary struct {
 	GoodFraction float64 `json:"good_fraction"`
 	// HitRateUsage is Σ cached / Σ prompt tokens from usage.
 	HitRateUsage float64 `json:"hit_rate_usage"`
-	// HitRateEngine is hits / queries of the engines' counters over the
-	// whole run (warm-up included); 0 when not scraped.
+	// HitRateEngine is hits / queries of the engines' counters from the end
+	// of the warm-up to the end of the run; 0 when not scraped.
 	HitRateEngine float64 `json:"hit_rate_engine"`
 	// PredictionExact is the share of requests whose predicted cached tokens
 	// equal the engine's; PredictionMAE the mean absolute error in tokens;

@@ -90,7 +90,7 @@ func DefaultWorkload(name string) WorkloadConfig {
 	c := WorkloadConfig{Name: name, Seed: 1, Rate: 8, Duration: time.Minute}
 	switch name {
 	case W1:
-		c.Groups, c.SystemTokens, c.UserTokens, c.OutputTokens, c.Turns = 32, 3072, 64, 32, 1
+		c.Groups, c.SystemTokens, c.UserTokens, c.OutputTokens, c.Turns = 64, 3072, 64, 32, 1
 	case W2:
 		c.Rate, c.Groups, c.SystemTokens, c.UserTokens, c.OutputTokens, c.Turns, c.Think = 1, 4, 512, 256, 128, 6, 5*time.Second
 	case W3:

@@ -1,0 +1,381 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/inferrail/inferrail/bench"
+)
+
+// Chart file names written by Write.
+const (
+	ChartTTFTCDF      = "ttft-cdf.png"
+	ChartHitRate      = "hit-rate.png"
+	ChartP99VsLoad    = "p99-ttft-vs-load.png"
+	ChartHitBalancers = "hit-rate-vs-balancers.png"
+	ReportFile        = "report.md"
+)
+
+// Group is the repetitions of one labelled run.
+type Group struct {
+	Label string
+	Run   bench.RunInfo
+	Reps  []*bench.Result
+}
+
+// mean returns the mean of f over the repetitions.
+func (g *Group) mean(f func(*bench.Result) float64) float64 {
+	var s float64
+	for _, r := range g.Reps {
+		s += f(r)
+	}
+	return s / float64(len(g.Reps))
+}
+
+// spread returns min and max of f over the repetitions.
+func (g *Group) spread(f func(*bench.Result) float64) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, r := range g.Reps {
+		lo, hi = math.Min(lo, f(r)), math.Max(hi, f(r))
+	}
+	return lo, hi
+}
+
+// ttfts returns the measured requests' TTFTs of every repetition, sorted.
+func (g *Group) ttfts() []time.Duration {
+	var out []time.Duration
+	for _, r := range g.Reps {
+		for _, rec := range r.Records {
+			if !rec.Warmup && rec.OK() {
+				out = append(out, rec.TTFT)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// GroupResults groups results by label, in first-seen order.
+func GroupResults(results []*bench.Result) []*Group {
+	var out []*Group
+	idx := map[string]*Group{}
+	for _, r := range results {
+		g, ok := idx[r.Config.Label]
+		if !ok {
+			g = &Group{Label: r.Config.Label, Run: r.Run}
+			idx[r.Config.Label] = g
+			out = append(out, g)
+		}
+		g.Reps = append(g.Reps, r)
+	}
+	return out
+}
+
+// ReadDir reads every *.json result in dir, sorted by file name.
+func ReadDir(dir string) ([]*bench.Result, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(paths)
+	var out []*bench.Result
+	for _, p := range paths {
+		r, err := bench.ReadResult(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no results in %s", dir)
+	}
+	return out, nil
+}
+
+// Write renders the charts and report.md into dir. reproduce is the command
+// line that regenerates the results (shown in the report).
+func Write(dir string, results []*bench.Result, reproduce string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report dir: %w", err)
+	}
+	groups := GroupResults(results)
+	charts := map[string]interface{ WritePNG(io.Writer) error }{}
+	if c, ok := ttftCDF(groups); ok {
+		charts[ChartTTFTCDF] = c
+	}
+	if c, ok := hitRate(groups); ok {
+		charts[ChartHitRate] = c
+	}
+	if c, ok := p99VsLoad(groups); ok {
+		charts[ChartP99VsLoad] = c
+	}
+	if c, ok := hitVsBalancers(groups); ok {
+		charts[ChartHitBalancers] = c
+	}
+	for name, c := range charts {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("write chart: %w", err)
+		}
+		err = c.WritePNG(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write chart %s: %w", name, err)
+		}
+	}
+	f, err := os.Create(filepath.Join(dir, ReportFile))
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	err = Markdown(f, groups, charts, reproduce)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func isBase(g *Group) bool {
+	return g.Run.Kind == "" || g.Run.Kind == bench.KindPolicy || g.Run.Kind == bench.KindBaseline
+}
+
+func ttftCDF(groups []*Group) (LineChart, bool) {
+	lc := LineChart{Title: "TTFT CDF per policy (measured requests, all repetitions)", XLabel: "TTFT (ms, log scale)", YLabel: "fraction of requests", LogX: true}
+	for _, g := range groups {
+		if !isBase(g) {
+			continue
+		}
+		ts := g.ttfts()
+		if len(ts) == 0 {
+			continue
+		}
+		s := Series{Name: g.Label}
+		step := max(1, len(ts)/400)
+		for i := 0; i < len(ts); i += step {
+			s.X = append(s.X, float64(ts[i])/float64(time.Millisecond))
+			s.Y = append(s.Y, float64(i+1)/float64(len(ts)))
+		}
+		s.X = append(s.X, float64(ts[len(ts)-1])/float64(time.Millisecond))
+		s.Y = append(s.Y, 1)
+		lc.Series = append(lc.Series, s)
+	}
+	return lc, len(lc.Series) > 0
+}
+
+func hitRate(groups []*Group) (BarChart, bool) {
+	bc := BarChart{Title: "Prefix hit rate per policy (from usage) and its bounds", YLabel: "hit rate (cached / prompt tokens)"}
+	var b *bench.Bounds
+	for _, g := range groups {
+		if !isBase(g) {
+			continue
+		}
+		bc.Labels = append(bc.Labels, g.Label)
+		bc.Values = append(bc.Values, g.mean(func(r *bench.Result) float64 { return r.Summary.HitRateUsage }))
+		if b == nil && g.Reps[0].Bounds != nil {
+			b = g.Reps[0].Bounds
+		}
+	}
+	if b != nil {
+		bc.Refs = []Ref{{"H_inf", b.HInf}, {"H_pool LRU", b.HPoolLRU}, {"oracle", b.HOracle}}
+	}
+	return bc, len(bc.Values) > 0
+}
+
+func p99VsLoad(groups []*Group) (LineChart, bool) {
+	lc := LineChart{Title: "p99 TTFT against load", XLabel: "load (× base arrival rate)", YLabel: "p99 TTFT (ms)", Markers: true}
+	byPolicy := map[string][][2]float64{}
+	var order []string
+	for _, g := range groups {
+		if g.Run.Kind != bench.KindLoad && g.Run.Kind != bench.KindPolicy {
+			continue
+		}
+		if g.Run.Kind == bench.KindPolicy && !hasLoadRuns(groups, g.Run.Policy) {
+			continue
+		}
+		if _, ok := byPolicy[g.Run.Policy]; !ok {
+			order = append(order, g.Run.Policy)
+		}
+		byPolicy[g.Run.Policy] = append(byPolicy[g.Run.Policy], [2]float64{g.Run.Load, g.mean(func(r *bench.Result) float64 { return r.Summary.TTFT.P99 })})
+	}
+	for _, p := range order {
+		pts := byPolicy[p]
+		slices.SortFunc(pts, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
+		s := Series{Name: p}
+		for _, pt := range pts {
+			s.X, s.Y = append(s.X, pt[0]), append(s.Y, pt[1])
+		}
+		lc.Series = append(lc.Series, s)
+	}
+	return lc, len(lc.Series) > 0
+}
+
+func hasLoadRuns(groups []*Group, policy string) bool {
+	for _, g := range groups {
+		if g.Run.Kind == bench.KindLoad && g.Run.Policy == policy {
+			return true
+		}
+	}
+	return false
+}
+
+func hitVsBalancers(groups []*Group) (LineChart, bool) {
+	lc := LineChart{Title: "Hit rate against number of balancers", XLabel: "balancers", YLabel: "hit rate (from usage)", Markers: true}
+	var pts [][2]float64
+	policy := ""
+	for _, g := range groups {
+		if g.Run.Kind == bench.KindBalancers {
+			policy = g.Run.Policy
+		}
+	}
+	if policy == "" {
+		return lc, false
+	}
+	for _, g := range groups {
+		if g.Run.Policy == policy && (g.Run.Kind == bench.KindBalancers || g.Run.Kind == bench.KindPolicy) {
+			pts = append(pts, [2]float64{float64(g.Run.Balancers), g.mean(func(r *bench.Result) float64 { return r.Summary.HitRateUsage })})
+		}
+	}
+	slices.SortFunc(pts, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
+	s := Series{Name: policy}
+	for _, pt := range pts {
+		s.X, s.Y = append(s.X, pt[0]), append(s.Y, pt[1])
+	}
+	lc.Series = []Series{s}
+	for _, g := range groups {
+		if g.Run.Policy == policy && g.Reps[0].Bounds != nil {
+			lc.Refs = []Ref{{"H_pool LRU", g.Reps[0].Bounds.HPoolLRU}, {"oracle", g.Reps[0].Bounds.HOracle}}
+			break
+		}
+	}
+	return lc, true
+}
+
+func pct(v, of float64) string {
+	if of <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*v/of)
+}
+
+// Markdown writes the report text.
+func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePNG(io.Writer) error }, reproduce string) error {
+	var sb strings.Builder
+	sb.WriteString("# inferrail benchmark report\n\n")
+	if len(groups) == 0 {
+		sb.WriteString("No results.\n")
+		_, err := io.WriteString(w, sb.String())
+		return err
+	}
+	first := groups[0].Reps[0]
+	wl, cfg := first.Workload, first.Config
+	fmt.Fprintf(&sb, "Workload **%s** (seed %d, %d repetition(s) with seeds %d…%d): rate %.2g sessions/s for %v, warm-up %v left out",
+		wl.Name, wl.Seed, len(groups[0].Reps), wl.Seed, wl.Seed+uint64(len(groups[0].Reps))-1, wl.Rate, wl.Duration, cfg.Warmup)
+	switch wl.Name {
+	case bench.W1:
+		fmt.Fprintf(&sb, "; %d system prompts of %d tokens, %d-token questions, %d output tokens", wl.Groups, wl.SystemTokens, wl.UserTokens, wl.OutputTokens)
+	case bench.W2, bench.W3:
+		fmt.Fprintf(&sb, "; %d turns, %d-token messages, %d output tokens, think %v", wl.Turns, wl.UserTokens, wl.OutputTokens, wl.Think)
+	case bench.Mooncake:
+		fmt.Fprintf(&sb, "; trace %s at %g×, prompts cut at %d tokens", wl.TracePath, wl.Speedup, wl.MaxInputTokens)
+	}
+	fmt.Fprintf(&sb, ".\nFleet: %d simulated replicas of %d blocks × %d tokens (every run starts cold). SLO for goodput: TTFT ≤ %v and TPOT ≤ %v.\n\n",
+		cfg.Replicas, cfg.CacheBlocks, cfg.BlockSize, cfg.SLO.TTFT, cfg.SLO.TPOT)
+	if reproduce != "" {
+		fmt.Fprintf(&sb, "Reproduce: `%s`\n\n", reproduce)
+	}
+	sb.WriteString("## Policies and baselines\n\n")
+	sb.WriteString("Latencies in ms, counted from each request's scheduled send time (open loop). Hit rate from `usage.prompt_tokens_details.cached_tokens`; " +
+		"engine hit rate from the engines' `vllm:prefix_cache_{hits,queries}_total` after the warm-up; " +
+		"`% H_pool` and `% H_inf` are the hit rate as a share of the bounds of the same request sequence; `pred. exact` is the share of requests " +
+		"whose predicted cached tokens (`x-inferrail-cached-tokens`) equal the engine's. Means over repetitions; TTFT p99 shows min–max across them.\n\n")
+	sb.WriteString("| run | req | failed | TTFT p50 | TTFT p99 | TPOT p50 | ITL p99 | E2E p99 | out tok/s | goodput/s | good % | hit rate | engine hit | % H_pool | % H_inf | % oracle | pred. exact | send lag p99 | replica share min–max |\n")
+	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, g := range groups {
+		if !isBase(g) {
+			continue
+		}
+		writeRow(&sb, g)
+	}
+	var other []*Group
+	for _, g := range groups {
+		if !isBase(g) {
+			other = append(other, g)
+		}
+	}
+	if len(other) > 0 {
+		sb.WriteString("\n## Load and balancer sweeps\n\n")
+		sb.WriteString("| run | req | failed | TTFT p50 | TTFT p99 | TPOT p50 | ITL p99 | E2E p99 | out tok/s | goodput/s | good % | hit rate | engine hit | % H_pool | % H_inf | % oracle | pred. exact | send lag p99 | replica share min–max |\n")
+		sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, g := range other {
+			writeRow(&sb, g)
+		}
+	}
+	if b := first.Bounds; b != nil {
+		fmt.Fprintf(&sb, "\n## Bounds of the request sequence\n\n%d replicas × %d blocks of %d tokens (first run's sequence; every run with the same seed sends the same prompts for W1, W6 and traces):\n\n", b.Replicas, b.CacheBlocks, b.BlockSize)
+		sb.WriteString("| bound | hit rate | meaning |\n|---|---|---|\n")
+		fmt.Fprintf(&sb, "| H_inf | %.3f | infinite single cache: no routing and no memory can beat it |\n", b.HInf)
+		fmt.Fprintf(&sb, "| H_pool LRU | %.3f | one LRU cache of the fleet's total capacity: a perfect global cache |\n", b.HPoolLRU)
+		fmt.Fprintf(&sb, "| H_pool Belady | %.3f | the same with clairvoyant eviction: the capacity-limited ceiling |\n", b.HPoolBelady)
+		fmt.Fprintf(&sb, "| oracle | %.3f | exact-state router over per-replica LRU caches, lowest estimated TTFT (est. TTFT p50 %.0f ms, p99 %.0f ms, prefill only) |\n", b.HOracle, b.OracleTTFT.P50, b.OracleTTFT.P99)
+	}
+	sb.WriteString("\n## Charts\n\n")
+	for _, name := range []string{ChartTTFTCDF, ChartHitRate, ChartP99VsLoad, ChartHitBalancers} {
+		if _, ok := charts[name]; ok {
+			fmt.Fprintf(&sb, "![%s](%s)\n\n", strings.TrimSuffix(name, ".png"), name)
+		}
+	}
+	sb.WriteString("Numbers come from `inferrail sim` (a latency model of Llama-3.1-8B on one H100), not GPUs, on a shared machine; compare runs with each other, not with hardware.\n")
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+func writeRow(sb *strings.Builder, g *Group) {
+	m := g.mean
+	s := func(f func(bench.Summary) float64) float64 {
+		return m(func(r *bench.Result) float64 { return f(r.Summary) })
+	}
+	lo, hi := g.spread(func(r *bench.Result) float64 { return r.Summary.TTFT.P99 })
+	p99 := fmt.Sprintf("%.0f", s(func(x bench.Summary) float64 { return x.TTFT.P99 }))
+	if len(g.Reps) > 1 {
+		p99 += fmt.Sprintf(" (%.0f–%.0f)", lo, hi)
+	}
+	hit := s(func(x bench.Summary) float64 { return x.HitRateUsage })
+	bound := func(f func(*bench.Bounds) float64) float64 {
+		return m(func(r *bench.Result) float64 {
+			if r.Bounds == nil {
+				return 0
+			}
+			return f(r.Bounds)
+		})
+	}
+	pred := "-"
+	if s(func(x bench.Summary) float64 { return float64(x.Predicted) }) > 0 {
+		pred = fmt.Sprintf("%.1f%%", 100*s(func(x bench.Summary) float64 { return x.PredictionExact }))
+	}
+	shareLo, shareHi := 1.0, 0.0
+	for _, r := range g.Reps {
+		for _, v := range r.Summary.ReplicaShare {
+			shareLo, shareHi = math.Min(shareLo, v), math.Max(shareHi, v)
+		}
+	}
+	share := "-"
+	if shareHi > 0 {
+		share = fmt.Sprintf("%.2f–%.2f", shareLo, shareHi)
+	}
+	fmt.Fprintf(sb, "| %s | %.0f | %.0f | %.0f | %s | %.1f | %.1f | %.0f | %.0f | %.2f | %.1f | %.3f | %.3f | %s | %s | %s | %s | %.1f | %s |\n",
+		g.Label, s(func(x bench.Summary) float64 { return float64(x.Requests) }), s(func(x bench.Summary) float64 { return float64(x.Failed) }),
+		s(func(x bench.Summary) float64 { return x.TTFT.P50 }), p99, s(func(x bench.Summary) float64 { return x.TPOT.P50 }),
+		s(func(x bench.Summary) float64 { return x.ITL.P99 }), s(func(x bench.Summary) float64 { return x.E2E.P99 }),
+		s(func(x bench.Summary) float64 { return x.OutputTokensPerSec }), s(func(x bench.Summary) float64 { return x.Goodput }),
+		100*s(func(x bench.Summary) float64 { return x.GoodFraction }), hit, s(func(x bench.Summary) float64 { return x.HitRateEngine }),
+		pct(hit, bound(func(b *bench.Bounds) float64 { return b.HPoolLRU })), pct(hit, bound(func(b *bench.Bounds) float64 { return b.HInf })),
+		pct(hit, bound(func(b *bench.Bounds) float64 { return b.HOracle })), pred, s(func(x bench.Summary) float64 { return x.SendLag.P99 }), share)
+}

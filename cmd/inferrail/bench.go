@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/inferrail/inferrail/bench"
+	"github.com/inferrail/inferrail/bench/report"
+	"github.com/inferrail/inferrail/internal/devfleet"
+)
+
+func init() {
+	register(command{name: "bench", summary: "benchmark a fleet open-loop: run, compare policies, report", run: runBench})
+}
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprintln(stderr, "Usage: inferrail bench run|compare|report [flags]")
+		fmt.Fprintln(stderr, "\n  run      drive one target open-loop with a workload; write JSON results")
+		fmt.Fprintln(stderr, "  compare  run every policy (and nginx) on the same arrivals, each on a cold local fleet")
+		fmt.Fprintln(stderr, "  report   render a markdown report and PNG charts from result files")
+		if len(args) == 0 {
+			return errUsage
+		}
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "run":
+		return runBenchRun(ctx, args[1:], stdout, stderr)
+	case "compare":
+		return runBenchCompare(ctx, args[1:], stdout, stderr)
+	case "report":
+		return runBenchReport(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "inferrail bench: unknown subcommand %q (run, compare, report)\n", args[0])
+	return errUsage
+}
+
+// workloadFlags registers the workload flags; apply fills the named
+// workload's defaults and then the flags that were set.
+func workloadFlags(fs *flag.FlagSet) (apply func() (bench.WorkloadConfig, error)) {
+	name := fs.String("workload", bench.W1, "workload: W1, W2, W3, W6 or mooncake")
+	set := map[string]func(*bench.WorkloadConfig, string) error{}
+	given := map[string]string{} // flag name → value, for flags on the command line
+	var order []string
+	record := func(flagName string) func(string) error {
+		return func(v string) error {
+			if _, ok := given[flagName]; !ok {
+				order = append(order, flagName)
+			}
+			given[flagName] = v
+			return nil
+		}
+	}
+	num := func(flagName, usage string, f func(*bench.WorkloadConfig) *int) {
+		fs.Func(flagName, usage, record(flagName))
+		set[flagName] = func(c *bench.WorkloadConfig, v string) error { _, err := fmt.Sscan(v, f(c)); return err }
+	}
+	dur := func(flagName, usage string, f func(*bench.WorkloadConfig) *time.Duration) {
+		fs.Func(flagName, usage, record(flagName))
+		set[flagName] = func(c *bench.WorkloadConfig, v string) error {
+			d, err := time.ParseDuration(v)
+			*f(c) = d
+			return err
+		}
+	}
+	flt := func(flagName, usage string, f func(*bench.WorkloadConfig) *float64) {
+		fs.Func(flagName, usage, record(flagName))
+		set[flagName] = func(c *bench.WorkloadConfig, v string) error { _, err := fmt.Sscan(v, f(c)); return err }
+	}
+	flt("rate", "session arrivals per second (Poisson; default per workload)", func(c *bench.WorkloadConfig) *float64 { return &c.Rate })
+	dur("duration", "arrival window (default 1m)", func(c *bench.WorkloadConfig) *time.Duration { return &c.Duration })
+	num("max-sessions", "at most this many sessions", func(c *bench.WorkloadConfig) *int { return &c.MaxSessions })
+	num("groups", "distinct shared prefixes (W1 system prompts)", func(c *bench.WorkloadConfig) *int { return &c.Groups })
+	num("system-tokens", "shared system prompt length", func(c *bench.WorkloadConfig) *int { return &c.SystemTokens })
+	num("user-tokens", "user message length", func(c *bench.WorkloadConfig) *int { return &c.UserTokens })
+	num("output-tokens", "generated tokens per request", func(c *bench.WorkloadConfig) *int { return &c.OutputTokens })
+	num("turns", "turns per session (W2, W3)", func(c *bench.WorkloadConfig) *int { return &c.Turns })
+	dur("think", "mean think time between turns", func(c *bench.WorkloadConfig) *time.Duration { return &c.Think })
+	fs.Func("trace", "Mooncake-format trace (mooncake)", record("trace"))
+	set["trace"] = func(c *bench.WorkloadConfig, v string) error { c.TracePath = v; return nil }
+	flt("speedup", "trace speed-up factor (mooncake)", func(c *bench.WorkloadConfig) *float64 { return &c.Speedup })
+	num("max-input-tokens", "truncate longer trace prompts (mooncake)", func(c *bench.WorkloadConfig) *int { return &c.MaxInputTokens })
+	dur("trace-start", "skip this much of the trace's beginning", func(c *bench.WorkloadConfig) *time.Duration { return &c.TraceStart })
+	seed := fs.Uint64("seed", 1, "seed of arrivals and texts")
+	return func() (bench.WorkloadConfig, error) {
+		c := bench.DefaultWorkload(*name)
+		c.Seed = *seed
+		for _, n := range order {
+			if err := set[n](&c, given[n]); err != nil {
+				return c, fmt.Errorf("--%s %q: %w", n, given[n], err)
+			}
+		}
+		return c, nil
+	}
+}
+
+// benchConfigFlags registers the harness flags.
+func benchConfigFlags(fs *flag.FlagSet, cfg *bench.Config) {
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "model name sent in requests")
+	fs.StringVar(&cfg.Label, "label", cfg.Label, "name of the run in reports")
+	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "requests scheduled before this are left out of the summary")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "bound on one request")
+	fs.DurationVar(&cfg.Drain, "drain", cfg.Drain, "wait this long after the last arrival for sessions to finish")
+	fs.DurationVar(&cfg.SLO.TTFT, "slo-ttft", cfg.SLO.TTFT, "goodput SLO: largest TTFT")
+	fs.DurationVar(&cfg.SLO.TPOT, "slo-tpot", cfg.SLO.TPOT, "goodput SLO: largest TPOT")
+	fs.IntVar(&cfg.BlockSize, "block-size", cfg.BlockSize, "engines' KV block size (bounds)")
+	fs.IntVar(&cfg.CacheBlocks, "cache-blocks", cfg.CacheBlocks, "one engine's KV blocks (bounds)")
+}
+
+// commaList is a repeatable, comma-separated string flag.
+type commaList []string
+
+func (c *commaList) String() string { return strings.Join(*c, ",") }
+func (c *commaList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*c = append(*c, s)
+		}
+	}
+	return nil
+}
+
+func runBenchRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := bench.DefaultConfig()
+	fs := newFlagSet("bench run", "--target URL [--workload W1] [flags]", stderr)
+	var targets, metrics commaList
+	fs.Var(&targets, "target", "base URL to send to (repeat or comma-separate for several balancers; default http://127.0.0.1:8080)")
+	fs.Var(&metrics, "engine-metrics", "engine /metrics URLs, for the engines' hit rate (repeat or comma-separate)")
+	fs.IntVar(&cfg.Replicas, "replicas", 0, "replicas behind the target, for the bounds (default: the number of --engine-metrics)")
+	benchConfigFlags(fs, &cfg)
+	wl := workloadFlags(fs)
+	out := fs.String("out", "", "write the JSON result here")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if len(targets) > 0 {
+		cfg.Targets = targets
+	}
+	cfg.EngineMetrics = metrics
+	w, err := wl()
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	res, err := bench.RunWorkload(ctx, cfg, w, log)
+	if res == nil {
+		return err
+	}
+	if *out != "" {
+		if werr := res.WriteFile(*out); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
+	if terr := bench.WriteTable(stdout, []*bench.Result{res}); terr != nil {
+		return errors.Join(err, terr)
+	}
+	return err
+}
+
+func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cc := bench.CompareConfig{Fleet: devfleet.DefaultConfig(), Bench: bench.DefaultConfig(), Repetitions: 1, BalancerPolicy: "cost_model"}
+	cc.Fleet.Port = 0
+	fs := newFlagSet("bench compare", "[--policies a,b] [--workload W1] [flags]", stderr)
+	policies := commaList{}
+	nginx := commaList{}
+	loadPolicies := commaList{}
+	var loads, balancers commaList
+	fs.Var(&policies, "policies", "balancer policies to compare (default round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model)")
+	fs.Var(&nginx, "nginx", "nginx baselines in front of the same simulators: round_robin, least_conn (needs nginx installed)")
+	fs.IntVar(&cc.Repetitions, "repetitions", cc.Repetitions, "repeat everything with seeds seed, seed+1, ...")
+	fs.Var(&loads, "load-factors", "also run --load-policies at these multiples of the rate, e.g. 0.5,1.5")
+	fs.Var(&loadPolicies, "load-policies", "policies of the load sweep")
+	fs.Var(&balancers, "balancer-counts", "also run --balancer-policy with these numbers of balancers, e.g. 2,4")
+	fs.StringVar(&cc.BalancerPolicy, "balancer-policy", cc.BalancerPolicy, "policy of the balancer sweep")
+	fs.IntVar(&cc.Fleet.Replicas, "replicas", cc.Fleet.Replicas, "simulated replicas per fleet")
+	fs.IntVar(&cc.Fleet.Balancers, "balancers", cc.Fleet.Balancers, "balancers per fleet")
+	fs.IntVar(&cc.Fleet.CacheBlocks, "num-gpu-blocks", 8192, "KV blocks per simulator")
+	fs.StringVar(&cc.Fleet.LogDir, "log-dir", "", "keep the fleets' logs here")
+	benchConfigFlags(fs, &cc.Bench)
+	wl := workloadFlags(fs)
+	out := fs.String("out", "bench/results", "directory for the JSON results")
+	reportDir := fs.String("report", "bench/report", "directory for the markdown report and charts (empty: none)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if len(policies) == 0 {
+		policies = commaList{"round_robin", "random", "least_request", "p2c", "prefix_hash", "kv_aware", "cost_model"}
+	}
+	cc.Policies, cc.Nginx, cc.LoadPolicies = policies, nginx, loadPolicies
+	for _, v := range loads {
+		var f float64
+		if _, err := fmt.Sscan(v, &f); err != nil || f <= 0 {
+			return fmt.Errorf("--load-factors: %q is not a positive number", v)
+		}
+		cc.LoadFactors = append(cc.LoadFactors, f)
+	}
+	for _, v := range balancers {
+		var n int
+		if _, err := fmt.Sscan(v, &n); err != nil || n < 1 {
+			return fmt.Errorf("--balancer-counts: %q is not a positive integer", v)
+		}
+		cc.BalancerCounts = append(cc.BalancerCounts, n)
+	}
+	var err error
+	if cc.Workload, err = wl(); err != nil {
+		return err
+	}
+	cc.OutDir = *out
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	results, err := bench.Compare(ctx, cc, log)
+	if len(results) == 0 {
+		return err
+	}
+	if terr := bench.WriteTable(stdout, results); terr != nil {
+		return errors.Join(err, terr)
+	}
+	if *reportDir != "" {
+		repro := "inferrail bench compare " + strings.Join(args, " ")
+		if rerr := report.Write(*reportDir, results, repro); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		fmt.Fprintf(stdout, "\nfull report: %s/%s\n", *reportDir, report.ReportFile)
+	}
+	return err
+}
+
+func runBenchReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench report", "[--results DIR] [--out DIR]", stderr)
+	in := fs.String("results", "bench/results", "directory of JSON results")
+	out := fs.String("out", "bench/report", "directory for report.md and the charts")
+	repro := fs.String("reproduce", "", "command line shown in the report as the way to reproduce it")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	results, err := report.ReadDir(*in)
+	if err != nil {
+		return err
+	}
+	if err := report.Write(*out, results, *repro); err != nil {
+		return err
+	}
+	if err := bench.WriteTable(stdout, results); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nreport: %s/%s\n", *out, report.ReportFile)
+	return nil
+}
