@@ -216,20 +216,21 @@ type symbol struct {
 }
 
 // mergeCand is a candidate merge of the symbol at pos with its next one.
+// key packs rank<<32 | pos, so the lowest key is the merge to apply next:
+// lowest rank first, leftmost on ties.
 type mergeCand struct {
-	pos   int32
-	rank  uint32
+	key   uint64
 	newID uint32
 }
 
-func (a mergeCand) less(b mergeCand) bool {
-	if a.rank != b.rank {
-		return a.rank < b.rank
-	}
-	return a.pos < b.pos
+func newCand(rankID uint64, pos int32) mergeCand {
+	return mergeCand{key: rankID&^0xFFFFFFFF | uint64(uint32(pos)), newID: uint32(rankID)}
 }
 
-// candHeap is a binary min-heap of merge candidates.
+func (c mergeCand) pos() int32 { return int32(uint32(c.key)) }
+
+// candHeap is a 4-ary min-heap of merge candidates (shallower than a binary
+// heap, so fewer cache misses on long words).
 type candHeap []mergeCand
 
 func (h *candHeap) push(c mergeCand) {
@@ -237,39 +238,51 @@ func (h *candHeap) push(c mergeCand) {
 	s := *h
 	i := len(s) - 1
 	for i > 0 {
-		p := (i - 1) / 2
-		if !s[i].less(s[p]) {
+		p := (i - 1) / 4
+		if s[p].key <= c.key {
 			break
 		}
-		s[i], s[p] = s[p], s[i]
+		s[i] = s[p]
 		i = p
 	}
+	s[i] = c
 }
 
 func (h *candHeap) pop() mergeCand {
 	s := *h
 	top := s[0]
 	n := len(s) - 1
-	s[0] = s[n]
+	last := s[n]
 	s = s[:n]
-	i := 0
+	*h = s
+	if n > 0 {
+		siftDown(s, 0, last)
+	}
+	return top
+}
+
+// siftDown places c at or below index i.
+func siftDown(s candHeap, i int, c mergeCand) {
+	n := len(s)
 	for {
-		l := 2*i + 1
-		if l >= n {
+		first := 4*i + 1
+		if first >= n {
 			break
 		}
-		m := l
-		if r := l + 1; r < n && s[r].less(s[l]) {
-			m = r
+		m := first
+		end := min(first+4, n)
+		for j := first + 1; j < end; j++ {
+			if s[j].key < s[m].key {
+				m = j
+			}
 		}
-		if !s[m].less(s[i]) {
+		if s[m].key >= c.key {
 			break
 		}
-		s[i], s[m] = s[m], s[i]
+		s[i] = s[m]
 		i = m
 	}
-	*h = s
-	return top
+	s[i] = c
 }
 
 // bpeScratch holds the reusable buffers of one word's encoding.
@@ -392,16 +405,17 @@ func (m *bpe) mergeAll(sc *bpeScratch) {
 	h := sc.heap[:0]
 	for i := 0; i+1 < len(syms); i++ {
 		if v, ok := m.merges[uint64(syms[i].id)<<32|uint64(syms[i+1].id)]; ok {
-			h = append(h, mergeCand{pos: int32(i), rank: uint32(v >> 32), newID: uint32(v)})
+			h = append(h, newCand(v, int32(i)))
 		}
 	}
 	// Heapify.
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		siftDown(h, i)
+	for i := (len(h) - 2) / 4; len(h) > 1 && i >= 0; i-- {
+		siftDown(h, i, h[i])
 	}
 	for len(h) > 0 {
 		top := h.pop()
-		cur := &syms[top.pos]
+		pos := top.pos()
+		cur := &syms[pos]
 		if cur.len == 0 || cur.next == -1 {
 			continue
 		}
@@ -416,41 +430,22 @@ func (m *bpe) mergeAll(sc *bpeScratch) {
 		cur.next = right.next
 		syms[nextPos].len = 0
 		if right.next >= 0 && int(right.next) < len(syms) {
-			syms[right.next].prev = top.pos
+			syms[right.next].prev = pos
 		}
 		if cur.prev >= 0 {
 			p := syms[cur.prev]
 			if v, ok := m.merges[uint64(p.id)<<32|uint64(cur.id)]; ok {
-				h.push(mergeCand{pos: cur.prev, rank: uint32(v >> 32), newID: uint32(v)})
+				h.push(newCand(v, cur.prev))
 			}
 		}
 		if cur.next >= 0 && int(cur.next) < len(syms) {
 			n := syms[cur.next]
 			if v, ok := m.merges[uint64(cur.id)<<32|uint64(n.id)]; ok {
-				h.push(mergeCand{pos: top.pos, rank: uint32(v >> 32), newID: uint32(v)})
+				h.push(newCand(v, pos))
 			}
 		}
 	}
 	sc.heap = h
-}
-
-func siftDown(s candHeap, i int) {
-	n := len(s)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && s[r].less(s[l]) {
-			m = r
-		}
-		if !s[m].less(s[i]) {
-			return
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
 }
 
 // token returns the vocabulary string of id.
