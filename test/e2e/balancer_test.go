@@ -359,15 +359,15 @@ func btDisconnect(t *testing.T, bin string) {
 	bal, sim := f.bals[0], f.sims[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	body := `{"model":"e2e-model","prompt":"tell me a very long story","max_tokens":100000,"ignore_eos":true,"stream":true}`
+	body := `{"model":"e2e-model","prompt":"tell me a very long story","max_tokens":20000,"ignore_eos":true,"stream":true}`
 	req, _ := http.NewRequestWithContext(ctx, "POST", bal.url+"/v1/completions", strings.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(resp.Body)
-	if _, err := br.ReadString('\n'); err != nil {
-		t.Fatal(err)
+	if line, err := br.ReadString('\n'); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %s, first line %q: %v", resp.Status, line, err)
 	}
 	if n := btEngineInFlight(t, sim); n != 1 {
 		t.Fatalf("engine in flight = %d, want 1", n)
@@ -418,7 +418,6 @@ func btHung(t *testing.T, bin string) {
 		t.Fatalf("inject fault: %s", resp.Status)
 	}
 	// Different prefixes so that every replica is picked now and then.
-	var lastHung time.Time
 	scWait(t, "the hung replica to be taken out", func() error {
 		for i := range 12 {
 			r := btComplete(bal.url, btPrefix(100+i)+" hung test", 4)
@@ -428,7 +427,6 @@ func btHung(t *testing.T, bin string) {
 		}
 		return bal.replicasHealthy(2)
 	})
-	_ = lastHung
 	for i := range 30 {
 		r := btComplete(bal.url, btPrefix(200+i)+" after", 4)
 		if r.err != nil || r.replica == "replica-0" {
