@@ -1,8 +1,13 @@
 package gossip_test
 
 import (
+	"encoding/json"
+	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -227,6 +232,10 @@ func (r scaleResult) String() string {
 		r.sidecarOut, r.sidecarOut/4, r.payloadPerPair, r.balancerIn, r.drops)
 }
 
+// scaleOut makes TestScale write its figures as JSON (BenchmarkScale reads
+// them).
+var scaleOut = flag.String("gossip.scale-out", "", "file TestScale writes its figures to, as JSON")
+
 // TestScale runs 200 sidecars and 4 balancers in fake time (synctest), so
 // the figures are the protocol's (timers, batching, sizes) and not the test
 // machine's CPU: freshness p99 <= 300 ms and <= 20 KB/s per replica per
@@ -249,16 +258,61 @@ func TestScale(t *testing.T) {
 		if r.partial > 0 || r.deltas == 0 {
 			t.Errorf("%d deltas reached every balancer, %d did not", r.deltas, r.partial)
 		}
+		if *scaleOut != "" {
+			b, _ := json.Marshal(map[string]float64{
+				"sidecars":                     float64(sidecars),
+				"fresh_p50_ms":                 float64(r.p50) / 1e6,
+				"fresh_p99_ms":                 float64(r.p99) / 1e6,
+				"fresh_max_ms":                 float64(r.max) / 1e6,
+				"B/s/replica/balancer":         r.sidecarOut / 4,
+				"payload_B/s/replica/balancer": r.payloadPerPair,
+				"balancer_in_B/s":              r.balancerIn,
+				"deltas":                       float64(r.deltas),
+			})
+			if err := os.WriteFile(*scaleOut, b, 0o644); err != nil {
+				t.Error(err)
+			}
+		}
 	})
 }
 
-// BenchmarkScale is TestScale in real time: the figures include this
-// machine's CPU and scheduling, so run it on an otherwise idle machine.
+// BenchmarkScale reports TestScale's fake-time figures (200 sidecars, 4
+// balancers, 2,000 new blocks/s per sidecar) as benchmark metrics; it runs
+// TestScale in a child process because synctest needs a *testing.T.
 //
-//	go test -run '^$' -bench BenchmarkScale -benchtime 1x ./gossip/
+//	go test -run '^$' -bench 'BenchmarkScale$' -benchtime 1x ./gossip/
 func BenchmarkScale(b *testing.B) {
 	for b.Loop() {
-		r := runScale(b, 200, 4, 2000, 5*time.Second)
+		f := filepath.Join(b.TempDir(), "scale.json")
+		out, err := exec.Command(os.Args[0], "-test.run=^TestScale$", "-test.count=1", "-gossip.scale-out="+f).CombinedOutput()
+		if err != nil {
+			b.Fatalf("TestScale: %v\n%s", err, out)
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var m map[string]float64
+		if err := json.Unmarshal(raw, &m); err != nil {
+			b.Fatal(err)
+		}
+		for k, v := range m {
+			b.ReportMetric(v, k)
+		}
+	}
+}
+
+// scaleSidecars sizes BenchmarkScaleRealTime.
+var scaleSidecars = flag.Int("gossip.scale-sidecars", 100, "sidecars in BenchmarkScaleRealTime")
+
+// BenchmarkScaleRealTime runs the scale scenario in real time: the figures
+// include this machine's CPU and scheduling (204 memberlist nodes in one
+// process need an otherwise idle machine to converge).
+//
+//	go test -run '^$' -bench BenchmarkScaleRealTime -benchtime 1x ./gossip/ -args -gossip.scale-sidecars=200
+func BenchmarkScaleRealTime(b *testing.B) {
+	for b.Loop() {
+		r := runScale(b, *scaleSidecars, 4, 2000, 5*time.Second)
 		b.Log(r)
 		b.ReportMetric(float64(r.p50)/1e6, "fresh_p50_ms")
 		b.ReportMetric(float64(r.p99)/1e6, "fresh_p99_ms")

@@ -447,3 +447,65 @@ func TestNewMediumStartsEpoch(t *testing.T) {
 		t.Fatal("view misses blocks after the new epoch")
 	}
 }
+
+// TestPromptMatchesLongestPrefix: the prepared path gives LongestPrefix's
+// answer, for filters with fewer, equal and more hash functions than the
+// prompt was prepared for.
+func TestPromptMatchesLongestPrefix(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, fp := range []float64{0.2, 0.01, 0.0001} {
+		b, _ := newTestBuilder(t, func(c *Config) { c.Capacity = 5000; c.FalsePositiveRate = fp })
+		var prompts [][]kvblock.Hash
+		for range 200 {
+			p := chain(r, 1+r.IntN(40))
+			prompts = append(prompts, p)
+			for _, h := range p[:r.IntN(len(p)+1)] {
+				b.Add(h, MediumGPU)
+			}
+		}
+		v := NewView()
+		mustApply(t, v, b.Snapshot())
+		var pr Prompt
+		for _, p := range prompts {
+			pr.Reset(p, DefaultHashFuncs)
+			if got, want := v.LongestPrefixOf(&pr, MediumGPU), v.LongestPrefix(p, MediumGPU); got != want {
+				t.Fatalf("fp %v: LongestPrefixOf = %d, LongestPrefix = %d", fp, got, want)
+			}
+		}
+	}
+	if DefaultHashFuncs != 7 {
+		t.Errorf("DefaultHashFuncs = %d, want 7 at 1%%", DefaultHashFuncs)
+	}
+}
+
+func BenchmarkLongestPrefixOf(b *testing.B) {
+	bl, err := NewBuilder(DefaultConfig(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(17, 18))
+	p := chain(r, 128)
+	for _, h := range p[:96] {
+		bl.Add(h, MediumGPU)
+	}
+	v := NewView()
+	if err := v.Apply(bl.Snapshot()); err != nil {
+		b.Fatal(err)
+	}
+	pr := NewPrompt(p, DefaultHashFuncs)
+	b.ReportAllocs()
+	for b.Loop() {
+		if v.LongestPrefixOf(pr, MediumGPU) < 96 {
+			b.Fatal("short match")
+		}
+	}
+}
+
+func BenchmarkPromptReset(b *testing.B) {
+	p := chain(rand.New(rand.NewPCG(21, 22)), 128)
+	var pr Prompt
+	b.ReportAllocs()
+	for b.Loop() {
+		pr.Reset(p, DefaultHashFuncs)
+	}
+}
