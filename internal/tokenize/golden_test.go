@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -154,4 +155,35 @@ func firstDiff(got, want string) string {
 	}
 	lo := max(0, i-60)
 	return fmt.Sprintf("at byte %d\n got: %q\nwant: %q", i, got[lo:min(len(got), i+60)], want[lo:min(len(want), i+60)])
+}
+
+// TestGoldenConcurrent renders and tokenizes one family's goldens from
+// several goroutines at once through one Model: the template, the request
+// preparation and the tokenizer share no mutable state between requests.
+func TestGoldenConcurrent(t *testing.T) {
+	fam := goldenFamilies[1] // Qwen3: tools, reasoning, the most template logic
+	m := loadFamily(t, fam, Options{})
+	recs := readGoldens(t, fam.name)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < len(recs); i += 2 {
+				r := recs[i]
+				p, err := m.Chat(r.Request)
+				if r.Rendered == nil {
+					if err == nil {
+						t.Errorf("%s: rendered, want an error", r.ID)
+					}
+					continue
+				}
+				if err != nil || p.Text != *r.Rendered || !slices.Equal(p.TokenIDs, r.TokenIDs) {
+					t.Errorf("%s: differs from the golden under concurrency (err %v)", r.ID, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
