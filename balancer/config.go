@@ -203,7 +203,7 @@ func (c *Config) Validate() error {
 	}
 	checkAddr("listen", c.Listen)
 	checkAddr("admin", c.Admin)
-	if c.Listen == c.Admin {
+	if _, port, _ := net.SplitHostPort(c.Listen); c.Listen == c.Admin && port != "0" {
 		bad("admin must differ from listen, got %q for both", c.Admin)
 	}
 	if c.MaxBodyBytes < 1 {

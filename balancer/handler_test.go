@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/inferrail/inferrail/internal/openai"
 )
@@ -247,5 +248,52 @@ func TestPromptTokensHeaderMatchesTokenizer(t *testing.T) {
 	resp, _ := post(t, srv.URL+"/v1/completions", `{"model":"m","prompt":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]}`)
 	if got := resp.Header.Get(HeaderPromptTokens); got != strconv.Itoa(20) {
 		t.Errorf("prompt tokens = %q, want 20", got)
+	}
+}
+
+// TestRunServesAdminApartFromClients runs the whole balancer on port 0: the
+// admin port serves metrics and healthz, the client port does not.
+func TestRunServesAdminApartFromClients(t *testing.T) {
+	up := newUpstream(t, okHandler)
+	cfg := testConfig(up.srv.URL)
+	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
+	reg := prometheus.NewRegistry()
+	b, err := New(cfg, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	client, admin, err := b.Addrs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := post(t, "http://"+client+"/v1/completions", `{"model":"m","prompt":"x"}`); resp.StatusCode != 200 {
+		t.Fatalf("completion: %d", resp.StatusCode)
+	}
+	get := func(url string) (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	code, metrics := get("http://" + admin + "/metrics")
+	if code != 200 || !strings.Contains(metrics, `inferrail_balancer_requests_total{model="m",outcome="ok",route="completions"} 1`) ||
+		!strings.Contains(metrics, `inferrail_balancer_replica_state{replica="r0",state="healthy"} 1`) {
+		t.Errorf("admin /metrics: %d\n%s", code, metrics)
+	}
+	if code, _ := get("http://" + admin + "/healthz"); code != 200 {
+		t.Errorf("admin /healthz: %d", code)
+	}
+	if code, _ := get("http://" + client + "/metrics"); code != 404 {
+		t.Errorf("client /metrics: %d, want 404", code)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
 	}
 }
