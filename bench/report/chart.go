@@ -62,7 +62,7 @@ const (
 	refDash                            = 8
 	refLabelOffset                     = 4
 	barGapFraction                     = 0.25
-	barLabelMax                        = 14
+	barLabelMin                        = 6
 	markerRadius                       = 3
 	titleY, xLabelY, yLabelX           = 24, chartH - 20, 8
 	labelPad                           = 6
@@ -77,9 +77,11 @@ var palette = []color.RGBA{
 	{86, 180, 233, 255}, {213, 94, 0, 255}, {240, 228, 66, 255}, {0, 0, 0, 255},
 }
 
+// refColours are the colours of reference lines.
+var refColours = []color.RGBA{{90, 90, 90, 255}, {160, 0, 0, 255}, {110, 40, 170, 255}}
+
 var (
 	black = color.RGBA{0, 0, 0, 255}
-	grey  = color.RGBA{120, 120, 120, 255}
 	grid  = color.RGBA{0, 0, 0, gridAlpha}
 )
 
@@ -214,7 +216,7 @@ func fmtTick(v float64) string {
 
 func shorten(s string) string {
 	if r := []rune(s); len(r) > maxLegendName {
-		return string(r[:maxLegendName-1]) + "…"
+		return string(r[:maxLegendName-1]) + "~"
 	}
 	return s
 }
@@ -253,10 +255,7 @@ func (c *canvas) legend(i int, name string, col color.RGBA, dashed bool) {
 // refs draws reference lines and their legend entries from legend slot i.
 func (c *canvas) refs(refs []Ref, ymap func(float64) int, slot int) {
 	for k, r := range refs {
-		col := grey
-		if k%2 == 1 {
-			col = color.RGBA{150, 0, 0, 255}
-		}
+		col := refColours[k%len(refColours)]
 		y := ymap(r.Value)
 		c.line(marginL, y, marginL+plotW, y, 1, refDash, col)
 		c.legend(slot+k, fmt.Sprintf("%s %.3f", r.Name, r.Value), col, true)
@@ -291,13 +290,17 @@ func (lc LineChart) WritePNG(w io.Writer) error {
 	xmap := func(v float64) int { return marginL + int(math.Round((xf(v)-xlo)/(xhi-xlo)*plotW)) }
 	if lc.LogX {
 		for e := math.Floor(xlo); e <= math.Ceil(xhi); e++ {
-			if e < xlo-1e-9 || e > xhi+1e-9 {
-				continue
+			for _, m := range []float64{1, 2, 5} {
+				v := math.Log10(m) + e
+				if v < xlo-1e-9 || v > xhi+1e-9 {
+					continue
+				}
+				x := marginL + int(math.Round((v-xlo)/(xhi-xlo)*plotW))
+				c.line(x, marginT, x, marginT+plotH, 1, 0, grid)
+				c.line(x, marginT+plotH, x, marginT+plotH+tickLen, 1, 0, black)
+				s := fmtTick(m * math.Pow(10, e))
+				c.text(x-textWidth(s)/2, marginT+plotH+tickLen+fontFaceHeight, s, black)
 			}
-			x := marginL + int(math.Round((e-xlo)/(xhi-xlo)*plotW))
-			c.line(x, marginT+plotH, x, marginT+plotH+tickLen, 1, 0, black)
-			s := fmtTick(math.Pow(10, e))
-			c.text(x-textWidth(s)/2, marginT+plotH+tickLen+fontFaceHeight, s, black)
 		}
 	} else {
 		for _, t := range niceTicks(xlo, xhi, tickCount) {
@@ -349,8 +352,8 @@ func (bc BarChart) WritePNG(w io.Writer) error {
 		}
 		c.text((x0+x1-textWidth(s))/2, ymap(v)-refLabelOffset, s, black)
 		name := bc.Labels[i]
-		if r := []rune(name); len(r) > barLabelMax {
-			name = string(r[:barLabelMax-1]) + "…"
+		if fit := max(barLabelMin, (x1-x0)/fontWidth); len([]rune(name)) > fit {
+			name = string([]rune(name)[:fit-1]) + "~"
 		}
 		c.text((x0+x1-textWidth(name))/2, marginT+plotH+fontFaceHeight+tickLen, name, black)
 	}

@@ -13,7 +13,8 @@ type Config struct {
 	Binary string
 	// Replicas is the number of simulators (each with a sidecar).
 	Replicas int
-	// Balancers is the number of balancers.
+	// Balancers is the number of balancers (0: engines and sidecars only,
+	// for baselines that front the engines themselves).
 	Balancers int
 	// Port is the first balancer's client port; balancer i listens on Port+i.
 	// 0 picks free ports.
@@ -71,8 +72,8 @@ func (c Config) Validate() error {
 	if c.Replicas < 1 || c.Replicas > 64 {
 		bad("replicas must be in [1, 64], got %d", c.Replicas)
 	}
-	if c.Balancers < 1 || c.Balancers > 16 {
-		bad("balancers must be in [1, 16], got %d", c.Balancers)
+	if c.Balancers < 0 || c.Balancers > 16 {
+		bad("balancers must be in [0, 16], got %d", c.Balancers)
 	}
 	if c.Port < 0 || c.Port+c.Balancers > 65535 {
 		bad("port must be in [0, 65535-balancers], got %d", c.Port)

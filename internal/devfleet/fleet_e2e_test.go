@@ -1,0 +1,101 @@
+package devfleet_test
+
+import (
+	"context"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/bench"
+	"github.com/inferrail/inferrail/internal/devfleet"
+)
+
+// buildBinary builds the inferrail binary into the test's temp dir.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "inferrail")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/inferrail/inferrail/cmd/inferrail")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// A real fleet (2 simulators, 2 sidecars, 2 balancers) starts, serves a short
+// open-loop W1 run through both balancers with every request completing and
+// naming its replica, reports cached tokens from usage and the engines, and
+// stops with every child gone.
+func TestFleetServesBench(t *testing.T) {
+	bin := buildBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // hang guard
+	defer cancel()
+	cfg := devfleet.DefaultConfig()
+	cfg.Binary, cfg.Replicas, cfg.Balancers, cfg.Port = bin, 2, 2, 0
+	cfg.ZeroLatency, cfg.CacheBlocks = true, 2000
+	cfg.LogDir = t.TempDir()
+	f, err := devfleet.Start(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = f.Stop()
+		}
+	}()
+	if len(f.Replicas) != 2 || len(f.Balancers) != 2 {
+		t.Fatalf("fleet has %d replicas and %d balancers", len(f.Replicas), len(f.Balancers))
+	}
+	bc := bench.DefaultConfig()
+	bc.Warmup, bc.Targets = 0, nil
+	bc.EngineMetrics = f.EngineMetricsURLs()
+	bc.CacheBlocks = cfg.CacheBlocks
+	for _, b := range f.Balancers {
+		bc.Targets = append(bc.Targets, b.URL)
+	}
+	wl := bench.DefaultWorkload(bench.W1)
+	wl.Groups, wl.SystemTokens, wl.Rate, wl.MaxSessions, wl.Duration = 2, 256, 20, 20, 0
+	res, err := bench.RunWorkload(ctx, bc, wl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Summary
+	if s.Requests != 20 || s.Failed != 0 {
+		for _, r := range res.Records {
+			if !r.OK() {
+				t.Logf("failed: %+v", r)
+			}
+		}
+		t.Fatalf("%d requests, %d failed; want 20 and 0", s.Requests, s.Failed)
+	}
+	for _, r := range res.Records {
+		if r.Replica == "" {
+			t.Fatalf("request %d: no x-inferrail-replica", r.Session)
+		}
+	}
+	if s.HitRateUsage <= 0 || s.HitRateEngine <= 0 {
+		t.Errorf("hit rates %v (usage) and %v (engines): two shared system prompts must hit", s.HitRateUsage, s.HitRateEngine)
+	}
+	if res.Bounds == nil || res.Bounds.HInf <= 0 || s.HitRateUsage > res.Bounds.HInf+1e-9 {
+		t.Errorf("bounds %+v: H_inf must bound the hit rate %v", res.Bounds, s.HitRateUsage)
+	}
+	stopped = true
+	if err := f.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	// Every child is gone: its port refuses connections.
+	for _, r := range f.Replicas {
+		if resp, err := http.Get(r.EngineURL + "/health"); err == nil {
+			resp.Body.Close()
+			t.Errorf("simulator %s still answers after Stop", r.EngineURL)
+		}
+	}
+	for _, b := range f.Balancers {
+		if resp, err := http.Get(b.URL + "/health"); err == nil {
+			resp.Body.Close()
+			t.Errorf("balancer %s still answers after Stop", b.URL)
+		}
+	}
+}
