@@ -110,7 +110,9 @@ func TestBinaryEndToEnd(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	err = waitFor(t, waited, "the simulator to exit after SIGTERM")
 	exited = true
 	if err != nil {
 		t.Errorf("after SIGTERM: %v, want exit status 0", err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,7 +35,7 @@ func runSim(t *testing.T, cfg Config) (string, *frontEnd) {
 	}
 	t.Cleanup(func() {
 		cancel()
-		if err := <-errc; err != nil {
+		if err := waitFor(t, errc, "Run to return"); err != nil {
 			t.Errorf("Run returned %v after cancel, want nil", err)
 		}
 	})
@@ -178,12 +179,12 @@ func TestRefuseReopens(t *testing.T) {
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("dial while refusing: %v, want connection refused", err)
 	}
-	<-reopened
+	waitFor(t, reopened, "the listener to reopen")
 	if resp, body := post(t, c, base+"/v1/completions", `{"prompt":"x","max_tokens":1}`); resp.StatusCode != 200 {
 		t.Errorf("after reopening: %d %s", resp.StatusCode, body)
 	}
 	cancel()
-	if err := <-served; err != nil {
+	if err := waitFor(t, served, "serve to return"); err != nil {
 		t.Errorf("serve: %v", err)
 	}
 }
@@ -225,7 +226,7 @@ func TestClientDisconnectOverTCP(t *testing.T) {
 		}
 	}
 	_ = conn.Close()
-	<-chatDone // the handler saw the disconnect and aborted the sequence
+	waitFor(t, chatDone, "the handler to see the disconnect") // it aborted the sequence
 	if got := counterValue(t, h.reg, "vllm:request_success_total", map[string]string{"finished_reason": "abort"}); got != 1 {
 		t.Errorf("request_success_total{finished_reason=abort} = %v, want 1", got)
 	}
@@ -233,7 +234,7 @@ func TestClientDisconnectOverTCP(t *testing.T) {
 		t.Errorf("running = %d after the client left", l.Running)
 	}
 	cancel()
-	<-served
+	waitFor(t, served, "serve to return")
 }
 
 func itoaTest(n int) string {
@@ -286,7 +287,24 @@ func TestGracefulShutdown(t *testing.T) {
 	if last != openai.Done || !strings.Contains(lastChunk, `"finish_reason":"length"`) {
 		t.Errorf("stream ended with %q after %q", last, lastChunk)
 	}
-	if err := <-errc; err != nil {
+	if err := waitFor(t, errc, "Run to return"); err != nil {
 		t.Errorf("Run = %v, want nil", err)
+	}
+}
+
+// waitFor receives from ch, failing the test (with every goroutine's stack
+// in the log) if nothing arrives within a minute: a guard against a hang,
+// not a timing assertion.
+func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	timer := time.NewTimer(time.Minute)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		buf := make([]byte, 1<<20)
+		t.Fatalf("timed out waiting for %s; goroutines:\n%s", what, buf[:runtime.Stack(buf, true)])
+		panic("unreachable")
 	}
 }
