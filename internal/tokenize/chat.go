@@ -54,37 +54,13 @@ func (m *Model) prepareChat(body []byte) (*chatRequest, error) {
 	if !ok || !msgsV.IsList() {
 		return nil, badRequest("messages must be a list")
 	}
-	var tools jinja.Value = jinja.None()
-	hasTools := false
-	if tv, ok := dictGet(root, "tools"); ok && !tv.IsNone() {
-		if !tv.IsList() {
-			return nil, badRequest("tools must be a list")
-		}
-		dumped := make([]jinja.Value, 0, tv.AsList().Len())
-		for _, t := range tv.AsList().Items {
-			d, err := dumpTool(t)
-			if err != nil {
-				return nil, err
-			}
-			dumped = append(dumped, d)
-		}
-		tools = jinja.NewList(dumped)
-		hasTools = true
+	tools, err := dumpTools(root)
+	if err != nil {
+		return nil, err
 	}
-	var tmpl *chatTemplate
-	if src, ok := dictGet(root, "chat_template"); ok && !src.IsNone() {
-		if !m.opts.TrustRequestChatTemplate {
-			return nil, badRequest("chat_template is not allowed in a request unless the server trusts request chat templates")
-		}
-		if !src.IsString() {
-			return nil, badRequest("chat_template must be a string")
-		}
-		tmpl, err = m.requestTemplate(src.AsString())
-		if err != nil {
-			return nil, &RequestError{Err: err}
-		}
-	} else if tmpl, err = m.templates.pick(hasTools); err != nil {
-		return nil, &RequestError{Err: err}
+	tmpl, err := m.pickTemplate(root, !tools.IsNone())
+	if err != nil {
+		return nil, err
 	}
 
 	agp, err := boolField(root, "add_generation_prompt", true)
@@ -116,7 +92,65 @@ func (m *Model) prepareChat(body []byte) (*chatRequest, error) {
 		return nil, err
 	}
 
-	// vLLM's kwargs, then the request's chat_template_kwargs over them.
+	vars, cfm, err := m.templateVars(root, tmpl, tools, agp, cfm)
+	if err != nil {
+		return nil, err
+	}
+	vars["messages"] = jinja.NewList(conv)
+	return &chatRequest{tmpl: tmpl, vars: vars, conversation: conv, continueFinal: cfm, addSpecialTokens: ast}, nil
+}
+
+// dumpTools returns the request's tools as vLLM dumps them, or None.
+func dumpTools(root jinja.Value) (jinja.Value, error) {
+	tv, ok := dictGet(root, "tools")
+	if !ok || tv.IsNone() {
+		return jinja.None(), nil
+	}
+	if !tv.IsList() {
+		return jinja.Undefined(), badRequest("tools must be a list")
+	}
+	dumped := make([]jinja.Value, 0, tv.AsList().Len())
+	for _, t := range tv.AsList().Items {
+		d, err := dumpTool(t)
+		if err != nil {
+			return jinja.Undefined(), err
+		}
+		dumped = append(dumped, d)
+	}
+	return jinja.NewList(dumped), nil
+}
+
+// pickTemplate returns the request's own template when the model trusts
+// request templates, else the model's (its tool_use template for a request
+// with tools, where it has one).
+func (m *Model) pickTemplate(root jinja.Value, hasTools bool) (*chatTemplate, error) {
+	src, ok := dictGet(root, "chat_template")
+	if !ok || src.IsNone() {
+		t, err := m.templates.pick(hasTools)
+		if err != nil {
+			return nil, &RequestError{Err: err}
+		}
+		return t, nil
+	}
+	if !m.opts.TrustRequestChatTemplate {
+		return nil, badRequest("chat_template is not allowed in a request unless the server trusts request chat templates")
+	}
+	if !src.IsString() {
+		return nil, badRequest("chat_template must be a string")
+	}
+	t, err := m.requestTemplate(src.AsString())
+	if err != nil {
+		return nil, &RequestError{Err: err}
+	}
+	return t, nil
+}
+
+// templateVars builds the template's variables as vLLM and transformers
+// do: the special tokens, then vLLM's kwargs (the generation flags, tools,
+// documents) with the request's chat_template_kwargs over them, keeping only
+// the kwargs the template can use. It also returns the final
+// continue_final_message flag.
+func (m *Model) templateVars(root jinja.Value, tmpl *chatTemplate, tools jinja.Value, agp, cfm bool) (map[string]jinja.Value, bool, error) {
 	kw := jinja.NewDict().AsDict()
 	kw.Set("add_generation_prompt", jinja.NewBool(agp))
 	kw.Set("continue_final_message", jinja.NewBool(cfm))
@@ -128,15 +162,15 @@ func (m *Model) prepareChat(body []byte) (*chatRequest, error) {
 	kw.Set("documents", docs)
 	if ck, ok := dictGet(root, "chat_template_kwargs"); ok && !ck.IsNone() {
 		if !ck.IsDict() {
-			return nil, badRequest("chat_template_kwargs must be an object")
+			return nil, false, badRequest("chat_template_kwargs must be an object")
 		}
 		d := ck.AsDict()
 		for _, k := range d.Keys {
 			switch k {
 			case "chat_template", "tokenize":
-				return nil, badRequest("unexpected chat template kwarg %q", k)
+				return nil, false, badRequest("unexpected chat template kwarg %q", k)
 			case "messages", "conversation":
-				return nil, badRequest("chat template kwarg %q clashes with the conversation", k)
+				return nil, false, badRequest("chat template kwarg %q clashes with the conversation", k)
 			}
 			kw.Set(k, d.Data[k])
 		}
@@ -156,26 +190,16 @@ func (m *Model) prepareChat(body []byte) (*chatRequest, error) {
 		}
 		vars[k] = kw.Data[k]
 	}
-	// The kwargs may have changed either flag (apply_chat_template's own
+	// The kwargs may have changed either flag (both are apply_chat_template
 	// parameters, so always accepted).
-	if v, ok := kw.Get("continue_final_message"); ok {
-		cfm = v.IsTruthy()
-	}
-	if v, ok := vars["add_generation_prompt"]; ok {
-		agp = v.IsTruthy()
-		vars["add_generation_prompt"] = jinja.NewBool(agp)
-	}
+	v, _ := kw.Get("continue_final_message")
+	cfm = v.IsTruthy()
+	agp = vars["add_generation_prompt"].IsTruthy()
+	vars["add_generation_prompt"] = jinja.NewBool(agp)
 	if agp && cfm {
-		return nil, badRequest("continue_final_message and add_generation_prompt are not compatible")
+		return nil, false, badRequest("continue_final_message and add_generation_prompt are not compatible")
 	}
-	vars["messages"] = jinja.NewList(conv)
-	if _, ok := vars["tools"]; !ok {
-		vars["tools"] = jinja.None()
-	}
-	if _, ok := vars["documents"]; !ok {
-		vars["documents"] = jinja.None()
-	}
-	return &chatRequest{tmpl: tmpl, vars: vars, conversation: conv, continueFinal: cfm, addSpecialTokens: ast}, nil
+	return vars, cfm, nil
 }
 
 func boolField(root jinja.Value, key string, def bool) (bool, error) {

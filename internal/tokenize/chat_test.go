@@ -55,6 +55,8 @@ func TestChatPreparation(t *testing.T) {
 			`<gen>E|<B>`},
 		{"kwargs may turn off the generation prompt", `{"messages":[],"chat_template_kwargs":{"add_generation_prompt":false}}`,
 			`|<s>`},
+		{"developer tools and task", `{"messages":[{"role":"developer","content":"d","task":"t"},{"role":"developer","content":"e","tools":[{"n":1}]}]}`,
+			`[{"role": "developer", "content": "d", "task": "t", "tools": null}][{"role": "developer", "content": "e", "tools": [{"n": 1}]}]<gen>|<s>`},
 		{"unicode and html kept", `{"messages":[{"role":"user","content":"<b>&'日本🎉"}]}`,
 			`[{"role": "user", "content": "<b>&'日本🎉"}]<gen>|<s>`},
 	}

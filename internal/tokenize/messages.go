@@ -97,6 +97,16 @@ func parseMessage(mv jinja.Value, format contentFormat) (jinja.Value, error) {
 	if n, ok := dictGet(mv, "name"); ok && n.IsString() {
 		d.Set("name", n)
 	}
+	if task, ok := dictGet(mv, "task"); ok && task.IsString() {
+		d.Set("task", task)
+	}
+	if role == "developer" {
+		tools, ok := dictGet(mv, "tools")
+		if !ok {
+			tools = jinja.None()
+		}
+		d.Set("tools", cloneValue(tools))
+	}
 	return out, nil
 }
 

@@ -195,6 +195,10 @@ def parse_message(msg, fmt):
                 out["content"] = "\n".join(texts) if texts else ""
     if isinstance(msg.get("name"), str):
         out["name"] = msg["name"]
+    if isinstance(msg.get("task"), str):
+        out["task"] = msg["task"]
+    if role == "developer":
+        out["tools"] = msg.get("tools")
     return out
 
 
@@ -258,7 +262,9 @@ def render_request(env, source, template_vars, specials, req):
     cfm = kwargs.pop("continue_final_message", False)
     tools = kwargs.pop("tools", None)
     documents = kwargs.pop("documents", None)
-    for k in ("conversation", "padding", "truncation", "max_length", "return_tensors",
+    if "conversation" in kwargs:
+        raise RenderError("conversation passed twice")
+    for k in ("padding", "truncation", "max_length", "return_tensors",
               "return_dict", "return_assistant_tokens_mask", "tokenizer_kwargs"):
         kwargs.pop(k, None)
     if cfm and agp:
