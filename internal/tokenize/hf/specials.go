@@ -42,9 +42,19 @@ func (f *tokenField) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// transformersTemplated are the tokenizer classes whose transformers fast
+// tokenizer rebuilds the post-processor from add_bos_token and
+// add_eos_token (update_post_processor).
+var transformersTemplated = map[string]bool{
+	"LlamaTokenizer": true, "LlamaTokenizerFast": true,
+	"CodeLlamaTokenizer": true, "CodeLlamaTokenizerFast": true,
+	"GemmaTokenizer": true, "GemmaTokenizerFast": true,
+}
+
 // loadConfigs reads the optional tokenizer_config.json and
-// generation_config.json of dir.
-func (t *Tokenizer) loadConfigs(dir string) error {
+// generation_config.json of dir; with transformers set it also applies the
+// post-processor transformers would install.
+func (t *Tokenizer) loadConfigs(dir string, transformers bool) error {
 	var tc struct {
 		BOS    *tokenField `json:"bos_token"`
 		EOS    *tokenField `json:"eos_token"`
@@ -52,6 +62,7 @@ func (t *Tokenizer) loadConfigs(dir string) error {
 		UNK    *tokenField `json:"unk_token"`
 		AddBOS *bool       `json:"add_bos_token"`
 		AddEOS *bool       `json:"add_eos_token"`
+		Class  string      `json:"tokenizer_class"`
 	}
 	if err := readOptionalJSON(filepath.Join(dir, "tokenizer_config.json"), &tc); err != nil {
 		return err
@@ -104,6 +115,25 @@ func (t *Tokenizer) loadConfigs(dir string) error {
 		}
 	}
 	t.special = st
+	if transformers && transformersTemplated[tc.Class] {
+		addBOS := tc.AddBOS == nil || *tc.AddBOS
+		addEOS := tc.AddEOS != nil && *tc.AddEOS
+		p := &postProcessor{}
+		if addBOS {
+			id, ok := t.TokenID(st.BOS)
+			if st.BOS == "" || !ok {
+				return fmt.Errorf("tokenizer_config.json: add_bos_token is set but bos_token %q is not a token", st.BOS)
+			}
+			p.prefix = []uint32{id}
+		}
+		if addEOS {
+			if len(st.EOSIDs) == 0 {
+				return fmt.Errorf("tokenizer_config.json: add_eos_token is set but there is no eos_token")
+			}
+			p.suffix = []uint32{st.EOSIDs[0]}
+		}
+		t.post = p
+	}
 	return nil
 }
 

@@ -29,6 +29,16 @@ type Config struct {
 	WordCacheBytes int64
 	// DisableCache turns both caches off.
 	DisableCache bool
+	// Transformers makes Encode(text, true) add the special tokens that
+	// Hugging Face transformers (and so vLLM and SGLang) adds rather than the
+	// ones tokenizer.json's post-processor adds. They differ for the Llama and
+	// Gemma tokenizer classes, whose fast tokenizers replace the
+	// post-processor with BOS (add_bos_token, default true) + text + EOS
+	// (add_eos_token, default false) from tokenizer_config.json: DeepSeek V3,
+	// for one, ships a post-processor without BOS but gets one from
+	// transformers. Only Load and LoadWithConfig read tokenizer_config.json;
+	// without it this has no effect.
+	Transformers bool
 }
 
 // Default cache sizes.
@@ -104,7 +114,7 @@ func LoadWithConfig(dir string, cfg Config) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.loadConfigs(dir); err != nil {
+	if err := t.loadConfigs(dir, cfg.Transformers); err != nil {
 		return nil, err
 	}
 	return t, nil

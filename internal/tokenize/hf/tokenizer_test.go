@@ -361,3 +361,46 @@ func FuzzNew(f *testing.F) {
 		_, _ = tk.Decode(ids, true)
 	})
 }
+
+// TestTransformersPostProcessor checks Config.Transformers: the Llama and
+// Gemma tokenizer classes get BOS from add_bos_token whatever tokenizer.json
+// says (DeepSeek V3's post-processor adds none); other classes keep
+// tokenizer.json's post-processor.
+func TestTransformersPostProcessor(t *testing.T) {
+	tests := []struct {
+		fam        string
+		rust, tfms []uint32 // first ids of Encode("hi", true)
+	}{
+		{"deepseek_v3", nil, []uint32{0}},    // LlamaTokenizerFast, add_bos_token true
+		{"llama2", []uint32{1}, []uint32{1}}, // LlamaTokenizer, add_bos_token true
+		{"gemma3", []uint32{2}, []uint32{2}}, // GemmaTokenizer
+		{"llama3_1", []uint32{128000}, []uint32{128000}},
+		{"qwen3", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fam, func(t *testing.T) {
+			plain := loadFamily(t, tt.fam)
+			tf, err := LoadWithConfig(fixtureDir(t, tt.fam), Config{Transformers: true, DisableCache: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := plain.Encode("hi", false)
+			for _, c := range []struct {
+				tk   *Tokenizer
+				want []uint32
+			}{{plain, tt.rust}, {tf, tt.tfms}} {
+				got, err := c.tk.Encode("hi", true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := append(append([]uint32{}, c.want...), body...)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("Encode(hi, true) mismatch (-want +got):\n%s", diff)
+				}
+			}
+			if got, _ := tf.Encode("hi", false); !slicesEqual(got, body) {
+				t.Errorf("Encode(hi, false) = %v, want %v", got, body)
+			}
+		})
+	}
+}
