@@ -1,6 +1,7 @@
 package gossip_test
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -241,5 +242,48 @@ func TestNewEpochReachesBalancers(t *testing.T) {
 		if m := c.Nodes[0].Meta(); m.SummaryEpoch <= epoch0 {
 			t.Errorf("metadata epoch %d not updated past %d", m.SummaryEpoch, epoch0)
 		}
+	})
+}
+
+// TestJoinRetriesUntilSeedIsUp: a node whose seed is not running keeps
+// retrying with backoff and joins once the seed comes up.
+func TestJoinRetriesUntilSeedIsUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nw := gossiptest.NewNetwork()
+		trA, trSeed := nw.NewTransport(), nw.NewTransport()
+		trSeed.Kill() // nothing listens at the seed's address yet
+		cfgA := gossiptest.Config("a", gossip.RoleBalancer, trA)
+		cfgA.Join = []string{trSeed.Addr()}
+		a, err := gossip.New(cfgA, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = a.Run(ctx) }()
+
+		time.Sleep(20 * time.Second) // several failed attempts
+		if n := len(a.Fleet().Snapshot().Members); n != 1 {
+			t.Fatalf("a sees %d members before the seed is up", n)
+		}
+		trSeed.Revive()
+		seed, err := gossip.New(gossiptest.Config("seed", gossip.RoleSidecar, trSeed), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seedDone := make(chan struct{})
+		go func() { defer close(seedDone); _ = seed.Run(ctx) }()
+		joined := func() bool {
+			m := a.Fleet().Snapshot().Member("seed")
+			return m != nil && m.Status == gossip.StatusAlive
+		}
+		// The backoff is capped at JoinRetryMax (30s).
+		if !gossiptest.WaitFor(cfgA.JoinRetryMax+5*time.Second, 100*time.Millisecond, joined) {
+			t.Fatal("a never joined the seed")
+		}
+		cancel()
+		<-done
+		<-seedDone
+		time.Sleep(gossiptest.Linger)
 	})
 }

@@ -1,0 +1,103 @@
+package gossip
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// TestHandleRejects feeds messages straight to a balancer's handler: only an
+// alive sidecar may announce or send summaries, only a balancer may ask a
+// sidecar for a resync, and malformed input is counted, never applied.
+func TestHandleRejects(t *testing.T) {
+	bal := socketNode(t, "bal", RoleBalancer, nil, "")
+	side := socketNode(t, "side", RoleSidecar, nil, "", bal.Addr())
+	obs := socketNode(t, "obs", RoleObserver, nil, "", bal.Addr())
+	if !waitFor(t, 10*time.Second, func() bool {
+		return sees(bal, "side") && sees(bal, "obs") && sees(side, "bal") && sees(side, "obs") && sees(obs, "side")
+	}) {
+		t.Fatal("no convergence")
+	}
+	now := time.Now()
+	ann := func(from string) []byte {
+		return (&announce{From: from, SentAt: now.UnixNano(), Load: Load{Running: 42}}).marshal()
+	}
+	tests := []struct {
+		name   string
+		node   *Node
+		msg    []byte
+		reason string
+	}{
+		{name: "garbage", node: bal, msg: []byte{0xff, 1, 2, 3}, reason: "malformed"},
+		{name: "unknown sender", node: bal, msg: ann("nobody"), reason: "unknown_sender"},
+		{name: "observer announcing", node: bal, msg: ann("obs"), reason: "wrong_role"},
+		{name: "itself", node: bal, msg: ann("bal"), reason: "unknown_sender"},
+		{name: "summary to an observer", node: obs, msg: marshalSummary("side", []byte{1, 1, 0, 0, 0}), reason: "wrong_role"},
+		{name: "resync from a sidecar", node: side, msg: marshalResync("side"), reason: "unknown_sender"},
+		{name: "resync from an observer", node: side, msg: marshalResync("obs"), reason: "wrong_role"},
+		{name: "truncated announcement", node: bal, msg: ann("side")[:12], reason: "malformed"},
+		{name: "bad summary body", node: bal, msg: marshalSummary("side", []byte{9, 9}), reason: "malformed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.node.m.rejected.WithLabelValues(tc.reason)
+			before := counterValue(t, c)
+			tc.node.handle(tc.msg, now)
+			if got := counterValue(t, c); got != before+1 {
+				t.Fatalf("rejected{reason=%s} went from %v to %v", tc.reason, before, got)
+			}
+		})
+	}
+	if m := bal.Fleet().Snapshot().Member("obs"); m != nil {
+		if lr, _, ok := m.Load(now); ok && lr.Load.Running == 42 {
+			t.Error("observer's forged load accepted")
+		}
+	}
+	// A well-formed announcement from the sidecar is accepted.
+	bal.handle(ann("side"), now)
+	if lr, _, ok := bal.Fleet().Snapshot().Member("side").Load(now); !ok || lr.Load.Running != 42 {
+		t.Errorf("genuine announcement not applied: %+v", lr)
+	}
+}
+
+// TestLeaveShutdownIdempotent: Leave and Shutdown can be called in any order,
+// any number of times.
+func TestLeaveShutdownIdempotent(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NodeName, cfg.Role = "solo", RoleObserver
+	cfg.BindAddr, cfg.BindPort, cfg.Profile = "127.0.0.1", 0, ProfileLocal
+	n, err := New(cfg, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := n.Leave(); err != nil {
+			t.Fatalf("Leave: %v", err)
+		}
+	}
+	for range 2 {
+		if err := n.Shutdown(); err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+	}
+	if err := n.Leave(); err != nil {
+		t.Fatalf("Leave after Shutdown: %v", err)
+	}
+	if err := n.Run(t.Context()); err != nil {
+		t.Fatalf("Run after Shutdown: %v", err)
+	}
+	if err := n.Run(t.Context()); err == nil {
+		t.Fatal("second Run succeeded")
+	}
+}
