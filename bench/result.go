@@ -33,9 +33,9 @@ type Result struct {
 // (empty for a result read from JSON).
 func (r *Result) Prompts() []Prompt { return r.prompts }
 
-// WriteFile writes r as indented JSON.
+// WriteFile writes r as JSON (compact: results hold every request).
 func (r *Result) WriteFile(path string) error {
-	b, err := json.MarshalIndent(r, "", " ")
+	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/inferrail}
 OUT=${DEMO_OUT:-${TMPDIR:-/tmp}/inferrail-demo}
 DURATION=${DEMO_DURATION:-45s}
-RATE=${DEMO_RATE:-16}
+RATE=${DEMO_RATE:-24}
 if [ ! -x "$BIN" ]; then
 	echo "demo: $BIN not found; run 'make build' first" >&2
 	exit 1
@@ -20,7 +20,7 @@ echo "demo: W1 at $RATE sessions/s for $DURATION per policy, each on a fresh 4-r
 "$BIN" bench compare \
 	--policies round_robin,cost_model \
 	--workload W1 --rate "$RATE" --duration "$DURATION" --warmup 10s --drain 30s \
-	--replicas 4 --num-gpu-blocks 8192 \
+	--replicas 4 --num-gpu-blocks 4096 --cache-blocks 4096 \
 	--out "$OUT/results" --report "$OUT/report" --log-dir "$OUT/logs" 2>"$OUT/bench.log" || {
 	echo "demo: bench failed; see $OUT/bench.log" >&2
 	tail -n 20 "$OUT/bench.log" >&2
