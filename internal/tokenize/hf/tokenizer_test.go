@@ -2,7 +2,10 @@ package hf
 
 import (
 	"errors"
+	"io/fs"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -402,5 +405,48 @@ func TestTransformersPostProcessor(t *testing.T) {
 				t.Errorf("Encode(hi, false) = %v, want %v", got, body)
 			}
 		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	if _, err := Load(t.TempDir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load(empty dir) err = %v, want fs.ErrNotExist", err)
+	}
+	tests := []struct {
+		name, file, content, wantErr string
+	}{
+		{"bad_config_json", "tokenizer_config.json", `{`, "parse"},
+		{"eos_not_a_token", "tokenizer_config.json", `{"eos_token": "<nope>"}`, `eos_token "<nope>"`},
+		{"bad_generation_config", "generation_config.json", `{"eos_token_id": "x"}`, "eos_token_id"},
+		{"bad_tokenizer_json", "tokenizer.json", `{"model": 3}`, "model"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(tinyJSON), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, tt.file), []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(dir)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Load() error = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(tinyJSON), 0o644)
+	os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), []byte(`{"eos_token": {"content": "<|eos|>"}, "bos_token": "<|eos|>"}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"eos_token_id": [6, 5]}`), 0o644)
+	tk, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]uint32{6, 5}, tk.EOSTokenIDs()); diff != "" {
+		t.Errorf("EOSTokenIDs mismatch (-want +got):\n%s", diff)
+	}
+	if id, ok := tk.BOSTokenID(); !ok || id != 6 {
+		t.Errorf("BOSTokenID() = %d, %v", id, ok)
 	}
 }
