@@ -15,7 +15,7 @@ if [ ! -x "$BIN" ]; then
 	exit 1
 fi
 bench/scripts/install-nginx.sh || echo "bench: nginx unavailable; the nginx baselines will fail and be skipped" >&2
-rm -rf bench/results bench/report
+rm -rf bench/results; rm -f bench/report/*.md bench/report/*.png
 exec "$BIN" bench compare \
 	--workload W1 --rate 24 --duration 60s --warmup 10s --drain 60s --seed 1 \
 	--replicas 4 --num-gpu-blocks 4096 --cache-blocks 4096 \

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/bench"
-	"github.com/inferrail/inferrail/bench/report"
+	"github.com/inferrail/inferrail/bench/render"
 	"github.com/inferrail/inferrail/internal/devfleet"
 )
 
@@ -223,10 +223,10 @@ func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	if *reportDir != "" {
 		repro := "inferrail bench compare " + strings.Join(args, " ")
-		if rerr := report.Write(*reportDir, results, repro); rerr != nil {
+		if rerr := render.Write(*reportDir, results, repro); rerr != nil {
 			return errors.Join(err, rerr)
 		}
-		fmt.Fprintf(stdout, "\nfull report: %s/%s\n", *reportDir, report.ReportFile)
+		fmt.Fprintf(stdout, "\nfull report: %s/%s\n", *reportDir, render.ReportFile)
 	}
 	return err
 }
@@ -239,16 +239,16 @@ func runBenchReport(_ context.Context, args []string, stdout, stderr io.Writer) 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	results, err := report.ReadDir(*in)
+	results, err := render.ReadDir(*in)
 	if err != nil {
 		return err
 	}
-	if err := report.Write(*out, results, *repro); err != nil {
+	if err := render.Write(*out, results, *repro); err != nil {
 		return err
 	}
 	if err := bench.WriteTable(stdout, results); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nreport: %s/%s\n", *out, report.ReportFile)
+	fmt.Fprintf(stdout, "\nreport: %s/%s\n", *out, render.ReportFile)
 	return nil
 }

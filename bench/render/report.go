@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"cmp"
@@ -295,7 +295,8 @@ func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 	sb.WriteString("Latencies in ms, counted from each request's scheduled send time (open loop). Hit rate from `usage.prompt_tokens_details.cached_tokens`; " +
 		"engine hit rate from the engines' `vllm:prefix_cache_{hits,queries}_total` after the warm-up; " +
 		"`% H_pool` and `% H_inf` are the hit rate as a share of the bounds of the same request sequence; `pred. exact` is the share of requests " +
-		"whose predicted cached tokens (`x-inferrail-cached-tokens`) equal the engine's. Means over repetitions; TTFT p99 shows min–max across them.\n\n")
+		"whose predicted cached tokens (`x-inferrail-cached-tokens`) equal the engine's (n/a for cache-blind policies, which predict nothing). " +
+		"Means over repetitions; TTFT p99 shows min–max across them.\n\n")
 	sb.WriteString("| run | req | failed | TTFT p50 | TTFT p99 | TPOT p50 | ITL p99 | E2E p99 | out tok/s | goodput/s | good % | hit rate | engine hit | % H_pool | % H_inf | % oracle | pred. exact | send lag p99 | replica share min–max |\n")
 	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, g := range groups {
@@ -337,6 +338,10 @@ func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 	return err
 }
 
+// cacheBlind are the policies that make no cache prediction (their
+// x-inferrail-cached-tokens is 0), so prediction accuracy does not apply.
+var cacheBlind = map[string]bool{"round_robin": true, "random": true, "least_request": true, "p2c": true}
+
 func writeRow(sb *strings.Builder, g *Group) {
 	m := g.mean
 	s := func(f func(bench.Summary) float64) float64 {
@@ -357,7 +362,9 @@ func writeRow(sb *strings.Builder, g *Group) {
 		})
 	}
 	pred := "-"
-	if s(func(x bench.Summary) float64 { return float64(x.Predicted) }) > 0 {
+	if cacheBlind[g.Run.Policy] {
+		pred = "n/a"
+	} else if s(func(x bench.Summary) float64 { return float64(x.Predicted) }) > 0 {
 		pred = fmt.Sprintf("%.1f%%", 100*s(func(x bench.Summary) float64 { return x.PredictionExact }))
 	}
 	shareLo, shareHi := 1.0, 0.0
