@@ -341,8 +341,8 @@ func (n *Node) applied(m *Member, body []byte, now time.Time) {
 		}
 		return
 	}
-	if d, err := summary.UnmarshalDelta(body); err == nil && d.Oldest > 0 {
-		oldest := time.Unix(0, d.Oldest)
+	if ns, err := summary.PeekOldest(body); err == nil && ns > 0 {
+		oldest := time.Unix(0, ns)
 		n.m.summaryLag.Observe(now.Sub(oldest).Seconds())
 		if o := n.cfg.Observer; o != nil {
 			o.SummaryApplied(m.Name, in.Epoch, in.Seq, oldest, now)

@@ -280,6 +280,26 @@ func UnmarshalDelta(b []byte) (*Delta, error) {
 	return d, nil
 }
 
+// PeekOldest returns a delta's Oldest field (Unix nanoseconds) without
+// decoding its additions.
+func PeekOldest(b []byte) (int64, error) {
+	typ, err := Type(b)
+	if err != nil {
+		return 0, err
+	}
+	if typ != TypeDelta {
+		return 0, fmt.Errorf("%w: type 0x%02x is not a delta", ErrMalformed, typ)
+	}
+	r := &reader{b: b[2:]}
+	r.uvarint("epoch")
+	r.uvarint("seq")
+	oldest := r.uvarint("oldest")
+	if r.err == nil && oldest > math.MaxInt64 {
+		r.fail("oldest %d out of range", oldest)
+	}
+	return int64(oldest), r.err
+}
+
 // Peek returns a message's type, epoch and sequence without decoding the
 // rest, so a receiver can hold an early delta until the ones before it come.
 func Peek(b []byte) (typ byte, epoch, seq uint64, err error) {

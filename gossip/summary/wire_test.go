@@ -158,11 +158,17 @@ func TestPeek(t *testing.T) {
 		if err != nil || typ != TypeDelta || e != d.Epoch || s != d.Seq {
 			t.Fatalf("Peek(delta) = %d %d %d %v, want %d %d", typ, e, s, err, d.Epoch, d.Seq)
 		}
+		if o, err := PeekOldest(d.Marshal(nil)); err != nil || o != d.Oldest {
+			t.Fatalf("PeekOldest = %d %v, want %d", o, err, d.Oldest)
+		}
 		sn := randomSnapshot(r)
 		typ, e, s, err = Peek(sn.Marshal(nil))
 		if err != nil || typ != TypeSnapshot || e != sn.Epoch || s != sn.Seq {
 			t.Fatalf("Peek(snapshot) = %d %d %d %v", typ, e, s, err)
 		}
+	}
+	if _, err := PeekOldest(randomSnapshot(r).Marshal(nil)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("PeekOldest(snapshot) err = %v", err)
 	}
 	if _, _, _, err := Peek([]byte{TypeDelta, WireVersion, 0x80}); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("Peek(truncated) err = %v", err)
