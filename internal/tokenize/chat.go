@@ -14,7 +14,10 @@ import (
 // routes such a request without a prediction.
 type RequestError struct{ Err error }
 
+// Error returns the reason the request is rejected.
 func (e *RequestError) Error() string { return "bad chat request: " + e.Err.Error() }
+
+// Unwrap returns the underlying error.
 func (e *RequestError) Unwrap() error { return e.Err }
 
 func badRequest(format string, args ...any) error {

@@ -2,7 +2,6 @@ package tokenize
 
 import (
 	"bytes"
-	"encoding/json"
 	"encoding/json/jsontext"
 	"errors"
 	"fmt"
@@ -184,6 +183,3 @@ func dictDelete(v jinja.Value, key string) {
 		}
 	}
 }
-
-// jsonValid reports whether data is one valid JSON document.
-func jsonValid(data []byte) bool { return json.Valid(data) }

@@ -25,8 +25,9 @@ type ToolConfig struct {
 	ChatTemplate string
 	// MaxInput bounds the bytes read from In. 0 means 64 MiB.
 	MaxInput int64
-	In       io.Reader
-	Out      io.Writer
+	// In holds the request (or text); Out receives the JSON lines.
+	In  io.Reader
+	Out io.Writer
 }
 
 // Validate reports every invalid field at once.
