@@ -14,15 +14,17 @@
 //   - Announcements (load, summary epoch and sequence, send time) go every
 //     LoadInterval (100 ms) from each sidecar directly to every balancer and
 //     observer as one best-effort (UDP) user message of about 60 bytes.
-//   - Summary deltas (blocks added within the current epoch, cut to fit a
-//     packet) go on the same best-effort path to every balancer.
+//   - Summary deltas (the 32-bit keys of blocks added within the current
+//     epoch, cut to fit a packet) go on the same best-effort path to every
+//     balancer.
 //   - Summary snapshots (a whole bloom filter, ~24 KB for 20,000 blocks at 1%)
 //     go on the reliable (TCP) user-message path: to every balancer when a new
 //     epoch starts, and to one balancer when it asks for a resync.
-//   - A balancer detects a gap (a missing delta sequence, or an announcement
-//     ahead of its view for longer than ResyncAfter) and sends a small resync
-//     request; the sidecar answers with a snapshot, at most once per
-//     ResyncInterval per balancer.
+//   - A balancer holds deltas that arrive ahead of its view (memberlist hands
+//     user messages over newest first, and UDP reorders); a gap still open
+//     after ResyncAfter, or an announcement ahead of the view for that long,
+//     makes it send a small resync request, and the sidecar answers with a
+//     snapshot, at most once per ResyncInterval per balancer.
 //
 // Every message starts with a type byte and a version byte, then the sender's
 // node name; receivers drop messages from names that are not alive members

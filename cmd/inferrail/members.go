@@ -17,7 +17,7 @@ func init() {
 
 func runMembers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("members", "--addr HOST:ADMINPORT [--json]", stderr)
-	addr := fs.String("addr", "127.0.0.1:9091", "admin address (host:port or URL) of any inferrail node")
+	addr := fs.String("addr", "127.0.0.1:9090", "admin address (host:port or URL) of any inferrail node (balancer default 127.0.0.1:9090, sidecar 127.0.0.1:9100)")
 	asJSON := fs.Bool("json", false, "print the raw view as JSON")
 	timeout := fs.Duration("timeout", 5*time.Second, "request timeout")
 	if err := parseFlags(fs, args); err != nil {
