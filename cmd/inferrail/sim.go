@@ -41,7 +41,8 @@ func runSim(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "port to listen on (0 picks a free port)")
 	names := &stringList{vals: cfg.ServedModelName}
 	fs.Var(names, "served-model-name", "model name(s) served; repeat or comma-separate for aliases (the first is used in responses)")
-	fs.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, `tokenizer: "builtin:sim"`)
+	fs.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, `tokenizer: "builtin:sim" or a model directory (tokenizer.json, tokenizer_config.json)`)
+	fs.StringVar(&cfg.ChatTemplate, "chat-template", "", "chat template overriding the model's: a file, or the template text")
 	e := &cfg.Engine
 	fs.IntVar(&e.BlockSize, "block-size", e.BlockSize, "KV block size in tokens")
 	fs.IntVar(&e.NumGPUBlocks, "num-gpu-blocks-override", e.NumGPUBlocks, "number of KV blocks (including vLLM's reserved null block)")

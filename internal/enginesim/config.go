@@ -3,6 +3,7 @@ package enginesim
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -24,10 +25,12 @@ type Config struct {
 	// (--served-model-name, several allowed as in vLLM). The first is the
 	// name in responses and metrics.
 	ServedModelName []string
-	// Tokenizer is "builtin:sim" (--tokenizer). A model directory (Hugging
-	// Face tokenizer.json + chat template) is accepted once internal/tokenize
-	// provides it; see newTokenizer.
+	// Tokenizer is "builtin:sim" or a model directory with tokenizer.json
+	// and tokenizer_config.json (--tokenizer).
 	Tokenizer string
+	// ChatTemplate overrides the model's chat template: a file, or the
+	// template text itself (--chat-template).
+	ChatTemplate string
 	// EnablePromptTokensDetails reports usage.prompt_tokens_details.cached_tokens
 	// (--enable-prompt-tokens-details).
 	EnablePromptTokensDetails bool
@@ -94,7 +97,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.Tokenizer != TokenizerBuiltinSim {
-		errs = append(errs, fmt.Errorf("--tokenizer must be %q (model directories are not supported yet), got %q", TokenizerBuiltinSim, c.Tokenizer))
+		if st, err := os.Stat(c.Tokenizer); err != nil || !st.IsDir() {
+			errs = append(errs, fmt.Errorf("--tokenizer must be %q or a model directory, got %q", TokenizerBuiltinSim, c.Tokenizer))
+		}
 	}
 	switch c.KVEventsFormat {
 	case "map", "array", "array-v0.10":

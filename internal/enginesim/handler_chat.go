@@ -21,7 +21,7 @@ func (s *frontEnd) handleChat(w http.ResponseWriter, r *http.Request) {
 		e.Write(w)
 		return
 	}
-	g, e := s.prepareChat(r, req)
+	g, e := s.prepareChat(r, body, req)
 	if e != nil {
 		e.Write(w)
 		return
@@ -41,7 +41,7 @@ func (s *frontEnd) handleChat(w http.ResponseWriter, r *http.Request) {
 }
 
 // prepareChat validates a chat request and renders its prompt.
-func (s *frontEnd) prepareChat(r *http.Request, req *openai.ChatCompletionRequest) (*genRequest, *openai.Error) {
+func (s *frontEnd) prepareChat(r *http.Request, body []byte, req *openai.ChatCompletionRequest) (*genRequest, *openai.Error) {
 	if e := s.checkModel(req.Model); e != nil {
 		return nil, e
 	}
@@ -71,7 +71,7 @@ func (s *frontEnd) prepareChat(r *http.Request, req *openai.ChatCompletionReques
 			return nil, openai.BadRequest("messages", "messages[%d] has non-text content, but the simulated model is text-only", i)
 		}
 	}
-	prompt, err := s.tok.EncodeChat(req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens)
+	prompt, err := s.tok.ChatPrompt(body, req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens)
 	if err != nil {
 		return nil, openai.BadRequest("messages", "%v", err)
 	}

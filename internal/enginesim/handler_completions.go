@@ -60,7 +60,10 @@ func (s *frontEnd) prepareCompletion(r *http.Request, req *openai.CompletionRequ
 	var prompt []uint32
 	switch req.PromptKind {
 	case openai.PromptText, openai.PromptTexts:
-		prompt = s.tok.Encode(req.Prompts[0], req.AddSpecialTokens)
+		var err error
+		if prompt, err = s.tok.Encode(req.Prompts[0], req.AddSpecialTokens); err != nil {
+			return nil, openai.BadRequest("prompt", "%v", err)
+		}
 	default:
 		prompt = req.TokenPrompts[0]
 		if e := s.checkPromptIDs(prompt); e != nil {

@@ -61,13 +61,17 @@ func (s *frontEnd) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	var ids []uint32
 	if req.IsChat {
 		var err error
-		ids, err = s.tok.EncodeChat(req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens)
+		ids, err = s.tok.ChatPrompt(body, req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens)
 		if err != nil {
 			openai.BadRequest("messages", "%v", err).Write(w)
 			return
 		}
 	} else {
-		ids = s.tok.Encode(req.Prompt, req.AddSpecialTokens)
+		var err error
+		if ids, err = s.tok.Encode(req.Prompt, req.AddSpecialTokens); err != nil {
+			openai.BadRequest("prompt", "%v", err).Write(w)
+			return
+		}
 	}
 	resp := openai.TokenizeResponse{Count: len(ids), MaxModelLen: s.cfg.Engine.MaxModelLen, Tokens: ids}
 	if resp.Tokens == nil {

@@ -76,7 +76,7 @@ func newSimHarness(t testing.TB, cfg Config) *simHarness {
 			_ = eng.Run(ctx)
 		}()
 	}
-	tok, err := newTokenizer(cfg.Tokenizer)
+	tok, err := newTokenizer(cfg.Tokenizer, cfg.ChatTemplate)
 	if err != nil {
 		t.Fatal(err)
 	}

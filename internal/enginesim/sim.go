@@ -27,7 +27,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	tok, err := newTokenizer(cfg.Tokenizer)
+	tok, err := newTokenizer(cfg.Tokenizer, cfg.ChatTemplate)
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
