@@ -38,6 +38,28 @@ func (r Role) String() string {
 	}
 }
 
+// MarshalText implements encoding.TextMarshaler (JSON shows the name).
+func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (r *Role) UnmarshalText(b []byte) error {
+	if v, err := strconv.Atoi(string(b)); err == nil && v >= 0 && v < 256 {
+		*r = Role(v) // the form of "role%d" names and old clients
+		return nil
+	}
+	s, _ := strings.CutPrefix(string(b), "role")
+	if v, err := strconv.Atoi(s); err == nil && v >= 0 && v < 256 {
+		*r = Role(v)
+		return nil
+	}
+	v, err := ParseRole(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}
+
 // ParseRole parses a role name.
 func ParseRole(s string) (Role, error) {
 	for _, r := range []Role{RoleSidecar, RoleBalancer, RoleObserver} {

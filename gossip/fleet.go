@@ -36,6 +36,9 @@ func (s Status) String() string {
 	}
 }
 
+// MarshalText implements encoding.TextMarshaler (JSON shows the name).
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
 // LoadReport is the last load a sidecar announced.
 type LoadReport struct {
 	Load Load

@@ -109,11 +109,13 @@ func (n *Node) stateResponse(now time.Time) StateResponse {
 	for i := range s.Members {
 		m := &s.Members[i]
 		ms := MemberState{Name: m.Name, Role: m.Meta.Role.String(), Status: m.Status.String()}
-		if lr, fresh, ok := m.Load(now); ok {
+		if m.Self {
+			n.selfState(&ms, now)
+		} else if lr, fresh, ok := m.Load(now); ok {
 			ms.Load = &LoadState{Load: lr.Load, AgeMS: ms2(now.Sub(lr.ReceivedAt)), Stale: !fresh,
 				AnnouncedEpoch: lr.Epoch, AnnouncedSeq: lr.Seq}
 		}
-		if v, fresh := m.Summary(now); v.Info().Valid {
+		if v, fresh := m.Summary(now); !m.Self && v.Info().Valid {
 			in := v.Info()
 			st := &SummaryState{Epoch: in.Epoch, Seq: in.Seq, Bytes: in.Bytes, Stale: !fresh,
 				AgeMS: ms2(now.Sub(m.SummaryConfirmedAt())), Blocks: make(map[string]uint64)}
@@ -127,6 +129,41 @@ func (n *Node) stateResponse(now time.Time) StateResponse {
 		resp.Members = append(resp.Members, ms)
 	}
 	return resp
+}
+
+// blockCounter is the optional ability of a SummarySource to count its
+// blocks per medium (*summary.Builder has it).
+type blockCounter interface {
+	Len(m summary.Medium) int
+}
+
+// selfState fills a sidecar's own row: the load it announces and the summary
+// it publishes.
+func (n *Node) selfState(ms *MemberState, now time.Time) {
+	if n.cfg.Role != RoleSidecar {
+		return
+	}
+	ms.Load = &LoadState{Load: *n.load.Load()}
+	box := n.src.Load()
+	if box == nil {
+		return
+	}
+	epoch, seq := box.s.Version()
+	ms.Load.AnnouncedEpoch, ms.Load.AnnouncedSeq = epoch, seq
+	st := &SummaryState{Epoch: epoch, Seq: seq, Blocks: make(map[string]uint64)}
+	if c, ok := box.s.(blockCounter); ok {
+		for md := range summary.MaxMedia {
+			if k := c.Len(summary.Medium(md)); k > 0 {
+				st.Blocks[summary.Medium(md).String()] = uint64(k)
+			}
+		}
+	}
+	if snap, err := summary.UnmarshalSnapshot(box.s.Snapshot()); err == nil {
+		for _, f := range snap.Filters {
+			st.Bytes += 8 * len(f.Words)
+		}
+	}
+	ms.Summary = st
 }
 
 // ms2 returns d in milliseconds rounded to 0.01.

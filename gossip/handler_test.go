@@ -3,6 +3,7 @@ package gossip
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,6 +66,31 @@ func TestHandlerAndFetch(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
+	}
+
+	// The sidecar's own view shows the load and summary it publishes.
+	ssrv := httptest.NewServer(side.Handler())
+	defer ssrv.Close()
+	sview, err := Fetch(context.Background(), ssrv.Client(), ssrv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range sview.State.Members {
+		if m.Name != "side" {
+			continue
+		}
+		if m.Load == nil || m.Load.Running != 3 || m.Summary == nil || m.Summary.Blocks["gpu"] != 1 || m.Summary.Bytes == 0 {
+			t.Errorf("sidecar's own row = %+v", m)
+		}
+	}
+	raw, err := srv.Client().Get(srv.URL + MembersPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(raw.Body)
+	raw.Body.Close()
+	if !strings.Contains(string(body), `"role": "sidecar"`) {
+		t.Errorf("members JSON does not name roles:\n%s", body)
 	}
 
 	// Only GET (and HEAD) are served; other paths 404.

@@ -251,3 +251,20 @@ func TestLoadKeyFile(t *testing.T) {
 		}
 	}
 }
+
+func TestRoleText(t *testing.T) {
+	for _, r := range []Role{RoleSidecar, RoleBalancer, RoleObserver, Role(9)} {
+		b, err := r.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Role
+		if err := got.UnmarshalText(b); err != nil || got != r {
+			t.Errorf("round trip of %v via %q = %v, %v", r, b, got, err)
+		}
+	}
+	var r Role
+	if err := r.UnmarshalText([]byte("chef")); err == nil {
+		t.Error("unknown role name accepted")
+	}
+}
