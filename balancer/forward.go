@@ -62,8 +62,7 @@ type request struct {
 
 // forward handles a proxied route: read, resolve, tokenize, then attempts.
 func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
-	rq := request{start: b.now(), id: requestID(r), kind: k}
-	w.Header().Set(HeaderRequestID, rq.id)
+	rq := request{start: b.now(), id: w.Header().Get(HeaderRequestID), kind: k}
 	b.m.inFlight.Inc()
 	defer b.m.inFlight.Dec()
 	modelLabel := "unknown"

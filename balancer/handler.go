@@ -64,6 +64,7 @@ func (b *Balancer) serveClient(w http.ResponseWriter, r *http.Request) {
 		}
 		h(w, r)
 	}
+	w.Header().Set(HeaderRequestID, requestID(r))
 	switch r.URL.Path {
 	case "/v1/chat/completions":
 		post(kindChat)

@@ -289,6 +289,19 @@ func TestRunServesAdminApartFromClients(t *testing.T) {
 	if code, _ := get("http://" + admin + "/healthz"); code != 200 {
 		t.Errorf("admin /healthz: %d", code)
 	}
+	// Clients may speak h2c (HTTP/2 with prior knowledge).
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	h2 := &http.Client{Transport: &http.Transport{Protocols: &protos}}
+	resp, err := h2.Post("http://"+client+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"x"}`))
+	if err != nil {
+		t.Fatalf("h2c request: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Errorf("h2c request: %s over %s", resp.Status, resp.Proto)
+	}
+	h2.CloseIdleConnections()
 	if code, _ := get("http://" + client + "/metrics"); code != 404 {
 		t.Errorf("client /metrics: %d, want 404", code)
 	}
