@@ -100,6 +100,8 @@ func TestClusterConvergesAndDisseminates(t *testing.T) {
 		}
 		if d := time.Since(killed); d > bound {
 			t.Errorf("detection took %v, bound %v", d, bound)
+		} else {
+			t.Logf("killed sidecar declared dead everywhere after %v (bound %v)", d, bound)
 		}
 		for _, b := range balancers {
 			m := b.Fleet().Snapshot().Member("sidecar-2")
