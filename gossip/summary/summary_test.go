@@ -48,30 +48,6 @@ func mustApply(t *testing.T, v *View, msgs ...[]byte) {
 	}
 }
 
-func TestConfigValidate(t *testing.T) {
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Fatalf("default config invalid: %v", err)
-	}
-	err := Config{FalsePositiveRate: 2}.Validate()
-	if err == nil {
-		t.Fatal("zero config validated")
-	}
-	for _, want := range []string{"capacity", "false_positive_rate", "rebuild_removals", "rebuild_period", "max_delta_bytes"} {
-		if !contains(err.Error(), want) {
-			t.Errorf("error %q does not name %s", err, want)
-		}
-	}
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
-}
-
 // TestNoFalseNegatives: every block added on the builder side is found by a
 // view fed a snapshot and the deltas that followed, on every medium.
 func TestNoFalseNegatives(t *testing.T) {
@@ -247,125 +223,6 @@ func TestApplyGapsAndStale(t *testing.T) {
 	}
 }
 
-func TestRebuildTriggers(t *testing.T) {
-	t.Run("removals", func(t *testing.T) {
-		b, _ := newTestBuilder(t, func(c *Config) { c.RebuildRemovals = 0.25 })
-		for h := range kvblock.Hash(100) {
-			b.Add(h, MediumGPU)
-		}
-		e0, _ := b.Version()
-		for h := range kvblock.Hash(20) {
-			b.Remove(h, MediumGPU)
-		}
-		if b.RebuildDue() {
-			t.Fatal("rebuild due at 20 removals of 80")
-		}
-		for h := kvblock.Hash(20); h < 30; h++ {
-			b.Remove(h, MediumGPU)
-		}
-		if !b.RebuildDue() {
-			t.Fatal("rebuild not due at 30 removals of 70")
-		}
-		if _, newEpoch := b.Flush(); !newEpoch {
-			t.Fatal("Flush did not rebuild")
-		}
-		e1, s1 := b.Version()
-		if e1 != e0+1 || s1 != 0 {
-			t.Fatalf("version after rebuild (%d,%d), want (%d,0)", e1, s1, e0+1)
-		}
-		v := NewView()
-		mustApply(t, v, b.Snapshot())
-		removedSeen := 0
-		for h := range kvblock.Hash(30) {
-			if v.Contains(h, MediumGPU) {
-				removedSeen++
-			}
-		}
-		if removedSeen > 2 {
-			t.Errorf("%d of 30 removed blocks still in the rebuilt filter", removedSeen)
-		}
-		for h := kvblock.Hash(30); h < 100; h++ {
-			if !v.Contains(h, MediumGPU) {
-				t.Fatalf("held block %d lost in rebuild", h)
-			}
-		}
-	})
-	t.Run("period", func(t *testing.T) {
-		b, clk := newTestBuilder(t, func(c *Config) { c.RebuildPeriod = time.Minute })
-		b.Add(1, MediumGPU)
-		if b.RebuildDue() {
-			t.Fatal("rebuild due at once")
-		}
-		clk.t = clk.t.Add(time.Minute)
-		if !b.RebuildDue() {
-			t.Fatal("rebuild not due after the period")
-		}
-	})
-	t.Run("outgrown", func(t *testing.T) {
-		b, _ := newTestBuilder(t, func(c *Config) { c.Capacity = 100 })
-		for h := range kvblock.Hash(101) {
-			b.Add(h, MediumCPU)
-		}
-		if !b.RebuildDue() {
-			t.Fatal("rebuild not due past capacity")
-		}
-		b.Rebuild()
-		if b.RebuildDue() {
-			t.Fatal("rebuild still due after growing the filter")
-		}
-	})
-	t.Run("reset", func(t *testing.T) {
-		b, _ := newTestBuilder(t, nil)
-		b.Add(1, MediumGPU)
-		b.Reset(map[Medium][]kvblock.Hash{MediumCPU: {7, 8}})
-		if b.Len(MediumGPU) != 0 || b.Len(MediumCPU) != 2 {
-			t.Fatalf("Len after Reset = %d/%d", b.Len(MediumGPU), b.Len(MediumCPU))
-		}
-		v := NewView()
-		mustApply(t, v, b.Snapshot())
-		if !v.Contains(7, MediumCPU) || v.Contains(1, MediumGPU) {
-			t.Fatal("snapshot after Reset does not match the new set")
-		}
-	})
-}
-
-func TestFlushRespectsPacketBudget(t *testing.T) {
-	b, _ := newTestBuilder(t, func(c *Config) { c.MaxDeltaBytes = 1200 })
-	r := rand.New(rand.NewPCG(13, 14))
-	b.Add(0, MediumCPU)
-	b.Rebuild()
-	want := make(map[Add]bool)
-	for range 1000 {
-		h := kvblock.Hash(r.Uint64())
-		a := Add{Medium: Medium(r.IntN(2)), Key: KeyOf(h)}
-		want[a] = true
-		b.Add(h, a.Medium)
-	}
-	deltas, _ := b.Flush()
-	got := make(map[Add]bool)
-	for i, raw := range deltas {
-		if len(raw) > 1200 {
-			t.Errorf("delta %d is %d bytes > 1200", i, len(raw))
-		}
-		d, err := UnmarshalDelta(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Seq != uint64(i+1) {
-			t.Errorf("delta %d has seq %d", i, d.Seq)
-		}
-		for _, a := range d.Adds {
-			got[a] = true
-		}
-	}
-	if len(got) != len(want) {
-		t.Fatalf("deltas carry %d additions, want %d", len(got), len(want))
-	}
-	if d, _ := b.Flush(); d != nil {
-		t.Fatalf("second Flush returned %d deltas", len(d))
-	}
-}
-
 // TestViewConcurrentReads runs readers against a writer (meaningful under
 // -race): reads see a consistent, monotone view.
 func TestViewConcurrentReads(t *testing.T) {
@@ -425,26 +282,6 @@ func BenchmarkLongestPrefix(b *testing.B) {
 		if v.LongestPrefix(p, MediumGPU) < 96 {
 			b.Fatal("short match")
 		}
-	}
-}
-
-func TestNewMediumStartsEpoch(t *testing.T) {
-	b, _ := newTestBuilder(t, nil)
-	v := NewView()
-	mustApply(t, v, b.Snapshot())
-	b.Add(1, MediumGPU)
-	d, newEpoch := b.Flush()
-	if newEpoch {
-		t.Fatal("GPU additions started an epoch")
-	}
-	mustApply(t, v, d...)
-	b.Add(2, MediumCPU)
-	if _, newEpoch := b.Flush(); !newEpoch {
-		t.Fatal("a new medium did not start an epoch")
-	}
-	mustApply(t, v, b.Snapshot())
-	if !v.Contains(1, MediumGPU) || !v.Contains(2, MediumCPU) {
-		t.Fatal("view misses blocks after the new epoch")
 	}
 }
 
