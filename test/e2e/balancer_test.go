@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -208,6 +210,7 @@ func btPrefix(g int) string {
 // on loopback.
 func TestBalancerE2E(t *testing.T) {
 	bin := scBuild(t)
+	t.Run("Check", func(t *testing.T) { btCheck(t, bin) })
 	t.Run("PrefixAffinityAccuracyAndWarmThroughB", func(t *testing.T) { btAffinity(t, bin) })
 	t.Run("KillSimulatorMidTraffic", func(t *testing.T) { btKill(t, bin) })
 	t.Run("ClientDisconnectFreesSlot", func(t *testing.T) { btDisconnect(t, bin) })
@@ -431,6 +434,32 @@ func btHung(t *testing.T, bin string) {
 		r := btComplete(bal.url, btPrefix(200+i)+" after", 4)
 		if r.err != nil || r.replica == "replica-0" {
 			t.Fatalf("request %d after the ejection: replica %s, %v", i, r.replica, r.err)
+		}
+	}
+}
+
+// btCheck: `inferrail check` accepts the shipped configs and reports every
+// problem of a bad one, exiting 1.
+func btCheck(t *testing.T, bin string) {
+	root := scRepoRoot(t)
+	for _, f := range []string{"deploy/local.yaml", "deploy/inferrail.example.yaml"} {
+		out, err := exec.Command(bin, "check", "--config", filepath.Join(root, f)).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), ": ok") {
+			t.Errorf("check %s: %v\n%s", f, err, out)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("listen: nowhere\nretry:\n  max_attempts: 0\n  backof: 1s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "check", "--config", bad).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("check of a bad config: %v\n%s", err, out)
+	}
+	for _, want := range []string{"retry.backof: unknown key", `listen must be host:port, got "nowhere"`, "retry.max_attempts must be in [1, 100], got 0"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
 		}
 	}
 }
