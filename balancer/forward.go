@@ -257,11 +257,17 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	uncached := d.UncachedTokens
 	actx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	stopDown := context.AfterFunc(rep.Down(), func() { cancel(fleet.ErrReplicaDown) })
-	timer := time.AfterFunc(time.Until(deadline), func() { cancel(errRouteDeadline) })
+	g := proxy.NewGuard(cancel)
+	stopDown := context.AfterFunc(rep.Down(), func() { g.Cancel(fleet.ErrReplicaDown) })
+	timer := time.AfterFunc(time.Until(deadline), func() { g.Cancel(errRouteDeadline) })
 	resp, err = b.proxy.Send(actx, proxy.Upstream{Base: rep.URL, H2C: rep.H2C}, r, rq.body, http.Header{HeaderRequestID: {rq.id}})
+	g.Arrived()
 	stopDown()
 	timer.Stop()
+	if err == nil && actx.Err() != nil { // cancelled just before the headers came
+		resp.Body.Close()
+		resp, err = nil, context.Cause(actx)
+	}
 	if err != nil {
 		rep.Counters.Done(uncached, false)
 		if r.Context().Err() != nil {

@@ -310,3 +310,34 @@ func TestRunServesAdminApartFromClients(t *testing.T) {
 		t.Errorf("Run: %v", err)
 	}
 }
+
+// TestReplicaDownWhileWaitingMovesRequest: a request waiting for its first
+// byte on a replica that gets ejected moves to another replica.
+func TestReplicaDownWhileWaitingMovesRequest(t *testing.T) {
+	hung := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	good := newUpstream(t, okHandler)
+	cfg := testConfig(hung.srv.URL, good.srv.URL)
+	cfg.Models[0].Routing.Policy = "round_robin"
+	cfg.Health.FailureThreshold = 1
+	cfg.Health.MaxEjectedShare = 1
+	b, srv := newTestBalancer(t, cfg)
+	type result struct {
+		code    int
+		replica string
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, _ := post(t, srv.URL+"/v1/completions", `{"model":"m","prompt":"x"}`)
+		done <- result{resp.StatusCode, resp.Header.Get(HeaderReplica)}
+	}()
+	select {
+	case <-hung.hits:
+	case <-good.hits:
+		t.Fatal("round_robin (seed 1) did not start on r0")
+	}
+	b.fleet.ReportFailure(b.fleet.Snapshot().Replica("r0"))
+	got := <-done
+	if got.code != 200 || got.replica != "r1" {
+		t.Errorf("got %d from %q, want 200 from r1", got.code, got.replica)
+	}
+}

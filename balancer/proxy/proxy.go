@@ -87,18 +87,53 @@ func (p *Proxy) Send(ctx context.Context, up Upstream, in *http.Request, body []
 	}
 	actx, cancel := context.WithCancelCause(ctx)
 	out = out.WithContext(actx)
-	timer := time.AfterFunc(p.cfg.FirstByteTimeout, func() { cancel(ErrFirstByteTimeout) })
+	g := NewGuard(cancel)
+	timer := time.AfterFunc(p.cfg.FirstByteTimeout, func() { g.Cancel(ErrFirstByteTimeout) })
 	resp, err := p.transport(up).RoundTrip(out)
-	if !timer.Stop() && err != nil {
-		cancel(ErrFirstByteTimeout)
-		return nil, fmt.Errorf("%w: %w", ErrFirstByteTimeout, err)
+	g.Arrived()
+	timer.Stop()
+	if err == nil && actx.Err() != nil { // cancelled just before the headers came
+		resp.Body.Close()
+		err = context.Cause(actx)
 	}
 	if err != nil {
+		cause := context.Cause(actx)
 		cancel(nil)
+		if errors.Is(cause, ErrFirstByteTimeout) && !errors.Is(err, ErrFirstByteTimeout) {
+			return nil, fmt.Errorf("%w: %w", ErrFirstByteTimeout, err)
+		}
 		return nil, err
 	}
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
+}
+
+// Guard cancels an attempt's context only while the attempt waits for its
+// response headers: a timer or watcher that fires just after they arrived
+// must not break a stream that has started. Safe for concurrent use.
+type Guard struct {
+	mu     sync.Mutex // protects done
+	done   bool
+	cancel context.CancelCauseFunc
+}
+
+// NewGuard returns a guard over cancel.
+func NewGuard(cancel context.CancelCauseFunc) *Guard { return &Guard{cancel: cancel} }
+
+// Cancel cancels the context with cause unless Arrived was called.
+func (g *Guard) Cancel(cause error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.done {
+		g.cancel(cause)
+	}
+}
+
+// Arrived marks the headers received: later Cancel calls do nothing.
+func (g *Guard) Arrived() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.done = true
 }
 
 // cancelOnClose releases the attempt's context when the body is closed.
