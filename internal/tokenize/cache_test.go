@@ -29,10 +29,11 @@ func randomPrompt(r *rand.Rand, specials []string) string {
 }
 
 var familySpecials = map[string][]string{
-	"llama3":  {"<|eot_id|>", "<|start_header_id|>", "<|begin_of_text|>"},
-	"qwen3":   {"<|im_start|>", "<|im_end|>", "<think>"},
-	"mistral": {"<s>", "</s>", "[INST]"},
-	"gemma3":  {"<start_of_turn>", "<end_of_turn>", "<bos>"},
+	"llama3":       {"<|eot_id|>", "<|start_header_id|>", "<|begin_of_text|>"},
+	"qwen3":        {"<|im_start|>", "<|im_end|>", "<think>"},
+	"mistral":      {"<s>", "</s>", "[INST]"},
+	"gemma3":       {"<start_of_turn>", "<end_of_turn>", "<bos>"},
+	"llama3-short": {"<|eot_id|>", "<|end_header_id|>"},
 }
 
 // TestEncodeDeterministicConcurrent is a property test for every golden

@@ -25,6 +25,8 @@ var goldenFamilies = []goldenFamily{
 	{"qwen3", "tokenizer-qwen3", ""},
 	{"mistral", "tokenizer-llama2", "testdata/templates/mistral.jinja"},
 	{"gemma3", "tokenizer-gemma3", ""},
+	// The short Llama 3 template shipped in the fixture's tokenizer_config.json.
+	{"llama3-short", "tokenizer-llama3_1", ""},
 }
 
 // goldenRecord is one line of testdata/chat/<family>.jsonl.gz, written by

@@ -26,21 +26,22 @@ fi
 export NODE_PATH="$GOLDENS/node_modules"
 
 mkdir -p "$OUT"
-# family  fixture-dir  template (empty: the one in tokenizer_config.json)  seed
-while read -r family dir template seed; do
+# golden-name  generator-family  fixture-dir  template (-: the one in tokenizer_config.json)  seed
+while read -r name family dir template seed; do
 	args=(--model-dir "$FIX/$dir/models")
 	[ "$template" = "-" ] || args+=(--template "$TMPL/$template")
 	python3 "$HERE/gen_requests.py" "$family" "$COUNT" "$seed" |
 		python3 "$HERE/render.py" "${args[@]}" |
 		node "$HERE/ids.js" "$FIX/$dir/models/tokenizer.json" |
-		gzip -9n >"$OUT/$family.jsonl.gz"
-	echo "run.sh: $OUT/$family.jsonl.gz: $(zcat "$OUT/$family.jsonl.gz" | wc -l) records," \
-		"$(zcat "$OUT/$family.jsonl.gz" | grep -c '"error"' || true) expected errors" >&2
+		gzip -9n >"$OUT/$name.jsonl.gz"
+	echo "run.sh: $OUT/$name.jsonl.gz: $(zcat "$OUT/$name.jsonl.gz" | wc -l) records," \
+		"$(zcat "$OUT/$name.jsonl.gz" | grep -c '"error"' || true) expected errors" >&2
 done <<'FAMILIES'
-llama3 tokenizer-llama3_1 llama3.1.jinja 31
-qwen3 tokenizer-qwen3 - 3
-mistral tokenizer-llama2 mistral.jinja 7
-gemma3 tokenizer-gemma3 - 13
+llama3 llama3 tokenizer-llama3_1 llama3.1.jinja 31
+llama3-short llama3 tokenizer-llama3_1 - 37
+qwen3 qwen3 tokenizer-qwen3 - 3
+mistral mistral tokenizer-llama2 mistral.jinja 7
+gemma3 gemma3 tokenizer-gemma3 - 13
 FAMILIES
 
 # Extra coverage: real templates from @huggingface/ollama-utils, rendered text
