@@ -9,11 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are a node's Prometheus metrics. memberlist's own go-metrics go to
-// a process-global sink, which cannot tell the nodes of one process apart, so
-// instead the node counts traffic at its transport (every packet and stream
-// byte memberlist sends or receives, encrypted and labelled) and at its own
-// message layer.
+// metrics are a node's Prometheus metrics: traffic counted at its transport
+// (every packet and stream byte memberlist sends or receives, encrypted and
+// labelled) and at its own message layer, plus memberlist's own go-metrics,
+// bridged by memberlistSink.
 type metrics struct {
 	transportBytes   *prometheus.CounterVec // dir, kind
 	transportPackets *prometheus.CounterVec // dir
@@ -29,6 +28,9 @@ type metrics struct {
 	summaryLag       prometheus.Histogram
 	members          *prometheus.GaugeVec // role, status
 	healthScore      prometheus.GaugeFunc
+	mlCounters       *prometheus.CounterVec // name
+	mlGauges         *prometheus.GaugeVec   // name
+	mlSamples        *prometheus.SummaryVec // name
 }
 
 func newMetrics(reg prometheus.Registerer, health func() float64) *metrics {
@@ -91,7 +93,9 @@ func newMetrics(reg prometheus.Registerer, health func() float64) *metrics {
 			Help: "memberlist's awareness health score (0 is healthy).",
 		}, health),
 	}
+	m.mlCounters, m.mlGauges, m.mlSamples = newMemberlistMetrics()
 	if reg != nil {
+		reg.MustRegister(m.mlCounters, m.mlGauges, m.mlSamples)
 		reg.MustRegister(m.transportBytes, m.transportPackets, m.transportStreams, m.messages, m.messageBytes,
 			m.sendErrors, m.inboxDropped, m.rejected, m.resyncRequested, m.resyncServed, m.summaryGaps,
 			m.summaryLag, m.members, m.healthScore)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	gometrics "github.com/hashicorp/go-metrics"
 	"github.com/hashicorp/memberlist"
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/prometheus/client_golang/prometheus"
@@ -101,16 +102,22 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error)
 
 	mc := cfg.memberlistConfig()
 	mc.Logger = newStdLogger(log)
+	installSink()
+	labels := []gometrics.Label{{Name: nodeLabel, Value: cfg.NodeName}}
+	mc.MetricLabels = labels
+	globalSink.nodes.Store(cfg.NodeName, n.m)
 	mc.Delegate = delegate{n}
 	mc.Events = events{n}
 	tr := cfg.Transport
 	if tr == nil {
 		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
-			BindAddrs: []string{cfg.BindAddr},
-			BindPort:  cfg.BindPort,
-			Logger:    mc.Logger,
+			BindAddrs:    []string{cfg.BindAddr},
+			BindPort:     cfg.BindPort,
+			Logger:       mc.Logger,
+			MetricLabels: labels,
 		})
 		if err != nil {
+			globalSink.nodes.CompareAndDelete(cfg.NodeName, n.m)
 			return nil, fmt.Errorf("gossip: listen on %s:%d: %w", cfg.BindAddr, cfg.BindPort, err)
 		}
 		if cfg.BindPort == 0 {
@@ -126,6 +133,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error)
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		_ = ct.Shutdown()
+		globalSink.nodes.CompareAndDelete(cfg.NodeName, n.m)
 		return nil, fmt.Errorf("gossip: create memberlist: %w", err)
 	}
 	n.ml = ml
@@ -237,6 +245,7 @@ func (n *Node) Shutdown() error {
 	}
 	n.shut = true
 	close(n.stopped)
+	defer globalSink.nodes.CompareAndDelete(n.cfg.NodeName, n.m)
 	if err := n.ml.Shutdown(); err != nil {
 		return fmt.Errorf("gossip: shutdown: %w", err)
 	}
