@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -171,11 +172,12 @@ type faultSet struct {
 
 func newFaultSet(fe *frontEnd) *faultSet { return &faultSet{fe: fe} }
 
-// add puts f in force (refuse and restart act at once).
-func (fs *faultSet) add(f FaultSpec) {
+// add puts f in force (refuse and restart act at once). keep is the
+// connection a refuse fault leaves open (nil: close them all).
+func (fs *faultSet) add(f FaultSpec, keep net.Conn) {
 	switch f.Kind {
 	case FaultRefuse:
-		fs.fe.refuse(f.Duration)
+		fs.fe.refuse(f.Duration, keep)
 		return
 	case FaultRestart:
 		fs.fe.restartAll()
@@ -292,21 +294,17 @@ func (fs *faultSet) handleAdd(w http.ResponseWriter, r *http.Request) {
 		openai.BadRequest("", "%v", err).Write(w)
 		return
 	}
-	var refuse []FaultSpec
+	// Every fault is in force before the answer is sent, so a client that
+	// reads the answer can rely on it. A refuse fault leaves this request's
+	// connection open until the answer is written, then closes it.
+	conn := requestConn(r)
 	for _, f := range faults {
 		if f.Kind == FaultRefuse {
-			refuse = append(refuse, f) // after answering: it closes this connection too
-			continue
+			w.Header().Set("Connection", "close")
 		}
-		fs.add(f)
+		fs.add(f, conn)
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"added": len(faults)})
-	if len(refuse) > 0 {
-		_ = http.NewResponseController(w).Flush()
-		for _, f := range refuse {
-			fs.add(f)
-		}
-	}
 }
 
 // handleClear serves DELETE /inferrail/debug/faults.

@@ -108,7 +108,7 @@ func newFrontEnd(cfg Config, log *slog.Logger, tok promptTokenizer, ranks []*ran
 		"/inferrail/debug/load":     {http.MethodGet: s.handleLoad},
 	}
 	for _, f := range cfg.Faults {
-		s.faults.add(f)
+		s.faults.add(f, nil)
 	}
 	s.handler = h2c.NewHandler(http.HandlerFunc(s.serveHTTP), &http2.Server{})
 	return s
@@ -239,6 +239,9 @@ func (s *frontEnd) serve(ctx context.Context) error {
 		// Requests outlive ctx: on shutdown they may finish (Shutdown waits
 		// up to ShutdownTimeout); a client that leaves still cancels its own.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.serveLoop(ctx) }()
@@ -294,9 +297,19 @@ func (s *frontEnd) trackConn(c net.Conn, st http.ConnState) {
 	}
 }
 
-// refuse closes the listener and every open connection, and reopens the
-// listener on the same address after d.
-func (s *frontEnd) refuse(d time.Duration) {
+// connKey is the request-context key of the request's connection.
+type connKey struct{}
+
+// requestConn returns the connection r arrived on, or nil.
+func requestConn(r *http.Request) net.Conn {
+	c, _ := r.Context().Value(connKey{}).(net.Conn)
+	return c
+}
+
+// refuse closes the listener and every open connection except keep (the
+// connection of the request that asked for the fault, closed after its
+// answer), and reopens the listener on the same address after d.
+func (s *frontEnd) refuse(d time.Duration, keep net.Conn) {
 	s.mu.Lock()
 	if s.refusing || s.ln == nil {
 		s.mu.Unlock()
@@ -306,7 +319,9 @@ func (s *frontEnd) refuse(d time.Duration) {
 	s.reopened = make(chan struct{})
 	_ = s.ln.Close()
 	for c := range s.conns {
-		_ = c.Close()
+		if c != keep {
+			_ = c.Close()
+		}
 	}
 	addr := s.addr
 	s.mu.Unlock()
