@@ -116,8 +116,9 @@ type Config struct {
 	// SummaryMaxAge: a summary not confirmed by an announcement or an update
 	// within this is stale (default 2s).
 	SummaryMaxAge time.Duration
-	// ResyncAfter: a balancer whose view stays behind announcements this long
-	// asks for a snapshot (default 3×LoadInterval).
+	// ResyncAfter: a balancer whose view stays behind (a delta missing, or
+	// announcements ahead of it) this long asks for a snapshot (default
+	// 300ms, three load intervals).
 	ResyncAfter time.Duration
 	// ResyncInterval limits resync requests per sidecar on a balancer, and
 	// snapshots per balancer on a sidecar (default 1s).

@@ -144,6 +144,14 @@ func FuzzUnmarshal(f *testing.F) {
 				t.Fatalf("delta re-encoding changed it:\n%s", diff)
 			}
 		}
+		if typ, e, s, err := Peek(b); err == nil {
+			if typ == TypeDelta {
+				if d, err := UnmarshalDelta(b); err == nil && (d.Epoch != e || d.Seq != s) {
+					t.Fatalf("Peek = (%d,%d), decoded (%d,%d)", e, s, d.Epoch, d.Seq)
+				}
+			}
+		}
+		_, _ = PeekOldest(b)
 		var v View
 		_ = v.Apply(b)
 		_ = v.LongestPrefix([]kvblock.Hash{1, 2, 3}, MediumGPU)
