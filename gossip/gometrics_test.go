@@ -70,3 +70,22 @@ func TestMemberlistMetricsBridged(t *testing.T) {
 		t.Error("b: no memberlist_pushPullNode timing sample")
 	}
 }
+
+// TestNewRegistersOrFails: a second node on the same registerer is refused
+// with an error, not a panic, and leaves nothing bound.
+func TestNewRegistersOrFails(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cfg := DefaultConfig()
+	cfg.NodeName, cfg.Role = "reg-a", RoleObserver
+	cfg.BindAddr, cfg.BindPort, cfg.Profile = "127.0.0.1", 0, ProfileLocal
+	a, err := New(cfg, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown()
+	cfg.NodeName = "reg-b"
+	if b, err := New(cfg, nil, reg); err == nil {
+		_ = b.Shutdown()
+		t.Fatal("second node on the same registerer accepted")
+	}
+}

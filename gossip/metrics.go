@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -33,7 +34,8 @@ type metrics struct {
 	mlSamples        *prometheus.SummaryVec // name
 }
 
-func newMetrics(reg prometheus.Registerer, health func() float64) *metrics {
+// newMetrics creates the metrics, unregistered (see register).
+func newMetrics(health func() float64) *metrics {
 	m := &metrics{
 		transportBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inferrail_gossip_transport_bytes_total",
@@ -94,13 +96,19 @@ func newMetrics(reg prometheus.Registerer, health func() float64) *metrics {
 		}, health),
 	}
 	m.mlCounters, m.mlGauges, m.mlSamples = newMemberlistMetrics()
-	if reg != nil {
-		reg.MustRegister(m.mlCounters, m.mlGauges, m.mlSamples)
-		reg.MustRegister(m.transportBytes, m.transportPackets, m.transportStreams, m.messages, m.messageBytes,
-			m.sendErrors, m.inboxDropped, m.rejected, m.resyncRequested, m.resyncServed, m.summaryGaps,
-			m.summaryLag, m.members, m.healthScore)
-	}
 	return m
+}
+
+// register registers every metric on reg, stopping at the first error.
+func (m *metrics) register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.transportBytes, m.transportPackets, m.transportStreams, m.messages,
+		m.messageBytes, m.sendErrors, m.inboxDropped, m.rejected, m.resyncRequested, m.resyncServed, m.summaryGaps,
+		m.summaryLag, m.members, m.healthScore, m.mlCounters, m.mlGauges, m.mlSamples} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register gossip metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // countingTransport wraps a memberlist transport and counts its traffic.

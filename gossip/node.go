@@ -92,12 +92,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error)
 	n.meta.Store(&meta)
 	n.metaEnc.Store(&enc)
 	n.load.Store(&Load{})
-	n.m = newMetrics(reg, func() float64 {
-		if ml := n.ml; ml != nil {
-			return float64(ml.GetHealthScore())
-		}
-		return 0
-	})
+	n.m = newMetrics(func() float64 { return float64(n.ml.GetHealthScore()) })
 	n.fleet = newFleet(cfg, n.countMembers)
 
 	mc := cfg.memberlistConfig()
@@ -137,6 +132,12 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error)
 		return nil, fmt.Errorf("gossip: create memberlist: %w", err)
 	}
 	n.ml = ml
+	if reg != nil {
+		if err := n.m.register(reg); err != nil {
+			_ = n.Shutdown()
+			return nil, fmt.Errorf("gossip: %w", err)
+		}
+	}
 	return n, nil
 }
 
