@@ -1,7 +1,9 @@
 package balancer
 
 import (
-	"encoding/json"
+	"bytes"
+	"encoding/json/jsontext"
+	"encoding/json/v2"
 	"errors"
 	"fmt"
 	"sync"
@@ -134,27 +136,30 @@ type requestFields struct {
 	CacheSalt *string
 }
 
-// parseFields reads model and cache_salt from a JSON object body. Other
-// fields are skipped, not copied.
+// parseFields reads model and cache_salt from a JSON object body. Names
+// match exactly (as in vLLM), a repeated name keeps its last value (as
+// Python's json does), and other fields are skipped, not copied.
 func parseFields(body []byte) (requestFields, error) {
-	var raw struct {
-		Model     json.RawMessage `json:"model"`
-		CacheSalt json.RawMessage `json:"cache_salt"`
-	}
 	var f requestFields
-	if err := json.Unmarshal(body, &raw); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field == "" {
-			return f, errors.New("body must be a JSON object")
-		}
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return f, errors.New("body must be a JSON object")
+	}
+	var raw struct {
+		Model     jsontext.Value `json:"model"`
+		CacheSalt jsontext.Value `json:"cache_salt"`
+	}
+	if err := json.Unmarshal(body, &raw, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
 		return f, fmt.Errorf("invalid JSON body: %w", err)
 	}
-	str := func(name string, r json.RawMessage) (*string, error) {
-		if len(r) == 0 || string(r) == "null" {
+	str := func(name string, r jsontext.Value) (*string, error) {
+		if len(r) == 0 || r.Kind() == 'n' {
 			return nil, nil
 		}
+		if r.Kind() != '"' {
+			return nil, fmt.Errorf("%s must be a string", name)
+		}
 		var s string
-		if err := json.Unmarshal(r, &s); err != nil {
+		if err := json.Unmarshal(r, &s, jsontext.AllowInvalidUTF8(true)); err != nil {
 			return nil, fmt.Errorf("%s must be a string", name)
 		}
 		return &s, nil
@@ -163,6 +168,8 @@ func parseFields(body []byte) (requestFields, error) {
 	if f.Model, err = str("model", raw.Model); err != nil {
 		return f, err
 	}
-	f.CacheSalt, err = str("cache_salt", raw.CacheSalt)
-	return f, err
+	if f.CacheSalt, err = str("cache_salt", raw.CacheSalt); err != nil {
+		return requestFields{}, err
+	}
+	return f, nil
 }

@@ -1,0 +1,55 @@
+package balancer
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseFields(t *testing.T) {
+	s := func(v string) *string { return &v }
+	tests := []struct {
+		name, body string
+		want       requestFields
+		wantErr    bool
+	}{
+		{"both", `{"model":"m","cache_salt":"s","x":[1]}`, requestFields{Model: s("m"), CacheSalt: s("s")}, false},
+		{"absent", `{"prompt":"x"}`, requestFields{}, false},
+		{"null", `{"model":null,"cache_salt":null}`, requestFields{}, false},
+		{"last duplicate wins", `{"model":"a","model":"b"}`, requestFields{Model: s("b")}, false},
+		{"exact case", `{"Model":"a"}`, requestFields{}, false},
+		{"escapes", `{"model":"m\u00e9\n"}`, requestFields{Model: s("mé\n")}, false},
+		{"leading space", " \n{\"model\":\"m\"}", requestFields{Model: s("m")}, false},
+		{"model number", `{"model":5}`, requestFields{}, true},
+		{"salt object", `{"cache_salt":{}}`, requestFields{}, true},
+		{"array", `[1]`, requestFields{}, true},
+		{"truncated", `{"model":"m"`, requestFields{}, true},
+		{"empty", ``, requestFields{}, true},
+		{"trailing garbage", `{"model":"m"} x`, requestFields{}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseFields([]byte(tc.body))
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if err == nil {
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("(-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func FuzzParseFields(f *testing.F) {
+	for _, s := range []string{`{"model":"m"}`, `{"model":"a","model":"b","cache_salt":"x"}`, `[]`, `{"model":5}`, "{\"model\":\"\xff\"}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := parseFields(b)
+		if err != nil && (got.Model != nil || got.CacheSalt != nil) {
+			t.Errorf("error %v with fields %+v", err, got)
+		}
+	})
+}
