@@ -12,6 +12,7 @@ import (
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/tokenize"
 )
 
 // Config is the whole balancer configuration: DefaultConfig, then a YAML
@@ -345,4 +346,26 @@ func prefixed(prefix string, err error) []error {
 		return []error{err}
 	}
 	return []error{fmt.Errorf("%s%w", prefix, err)}
+}
+
+// Preflight does the checks of a config that need the file system: every
+// tokenizer loads and the gossip key file reads. `inferrail check` runs it
+// after Validate so that a config it accepts also starts; every problem is
+// reported at once.
+func (c *Config) Preflight() error {
+	var errs []error
+	for i, m := range c.Models {
+		if m.Tokenizer == "" {
+			continue
+		}
+		if _, err := tokenize.Load(m.Tokenizer, tokenize.Options{ChatTemplate: m.ChatTemplate, CacheBytes: -1}); err != nil {
+			errs = append(errs, fmt.Errorf("models[%d].tokenizer %q: %w", i, m.Tokenizer, err))
+		}
+	}
+	if c.Gossip.Enabled && c.Gossip.KeyFile != "" {
+		if _, err := gossip.LoadKeyFile(c.Gossip.KeyFile); err != nil {
+			errs = append(errs, fmt.Errorf("gossip.key_file: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -190,3 +190,25 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		t.Errorf("example model differs from the model defaults (-want +got):\n%s", diff)
 	}
 }
+
+func TestPreflight(t *testing.T) {
+	cfg := DefaultConfig()
+	m := defaultModel()
+	m.Name, m.Tokenizer = "m", "/nonexistent/model"
+	ok := defaultModel()
+	ok.Name, ok.Tokenizer = "ok", "builtin:sim"
+	cfg.Models = []ModelConfig{ok, m}
+	cfg.Gossip.KeyFile = "/nonexistent/key"
+	err := cfg.Preflight()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`models[1].tokenizer "/nonexistent/model"`, "gossip.key_file"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "models[0]") {
+		t.Errorf("the builtin tokenizer failed: %v", err)
+	}
+}

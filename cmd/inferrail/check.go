@@ -27,6 +27,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg, err := balancer.LoadConfigFile(*configFile)
 	if verr := cfg.Validate(); verr != nil {
 		err = errors.Join(err, verr)
+	} else if err == nil {
+		err = cfg.Preflight()
 	}
 	if err != nil {
 		return fmt.Errorf("%s is not valid:\n%w", *configFile, err)

@@ -280,6 +280,13 @@ func btAffinity(t *testing.T, bin string) {
 	if evicted == 0 {
 		t.Errorf("no summary was rebuilt after evictions: no eviction pressure")
 	}
+	// Fresh data and every request predicted.
+	if n := btMetric(t, a, "inferrail_balancer_replica_data_stale", ""); n != 0 {
+		t.Errorf("%v replicas' gossiped data stale during steady traffic", n)
+	}
+	if n := btMetric(t, a, "inferrail_balancer_unpredicted_total", ""); n != 0 {
+		t.Errorf("%v requests routed without a prediction", n)
+	}
 	if moved*10 > repeats {
 		t.Errorf("%d of %d requests of a group left its replica", moved, repeats)
 	}
@@ -462,4 +469,11 @@ func btCheck(t *testing.T, bin string) {
 			t.Errorf("check output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// btMetric returns the sum of a balancer metric's samples whose labels
+// contain labels.
+func btMetric(t *testing.T, b *btBalancer, name, labels string) float64 {
+	t.Helper()
+	return scMetric(t, &scSidecar{admin: b.admin}, name, labels)
 }
