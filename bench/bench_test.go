@@ -79,6 +79,6 @@ func BenchmarkPromptBlocks(b *testing.B) {
 	}
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		r.blocks(body, 0)
+		r.blocks(body, 0, "")
 	}
 }

@@ -18,14 +18,27 @@ type Prompt struct {
 	Tokens int
 	// Hashes are the full blocks' chained hashes.
 	Hashes []kvblock.Hash
+	// Stored are the blocks the engine holds once the request is done: the
+	// prompt's and those of the generated tokens (which a next turn that
+	// resends the answer can hit). Nil means Hashes.
+	Stored []kvblock.Hash
 	// Warmup marks a warm-up request: it fills the caches but its hits and
 	// tokens are not counted, as in the run's summary.
 	Warmup bool
 }
 
+// stored returns the blocks a request leaves in the cache.
+func (p *Prompt) stored() []kvblock.Hash {
+	if p.Stored != nil {
+		return p.Stored
+	}
+	return p.Hashes
+}
+
 // Bounds are hit-rate ceilings of one request sequence, token-weighted
 // (Σ hit tokens / Σ prompt tokens), hits counted at arrival as whole leading
-// blocks (perf-model.md §4.1).
+// blocks (perf-model.md §4.1). Each request's blocks, generated ones
+// included, enter the caches at its arrival.
 type Bounds struct {
 	// Replicas, CacheBlocks and BlockSize are the fleet shape assumed.
 	Replicas    int `json:"replicas"`
@@ -85,7 +98,7 @@ func infiniteHits(prompts []Prompt) int {
 				hits++
 			}
 		}
-		for _, h := range p.Hashes {
+		for _, h := range p.stored() {
 			seen[h] = struct{}{}
 		}
 	}
@@ -136,7 +149,7 @@ func lruHits(prompts []Prompt, capacity int) int {
 		if m := c.match(p.Hashes); !p.Warmup {
 			hits += m
 		}
-		c.insert(p.Hashes)
+		c.insert(p.stored())
 	}
 	return hits
 }
@@ -165,7 +178,7 @@ func beladyHits(prompts []Prompt, capacity int) int {
 	next := make([][]int, len(prompts))
 	upcoming := map[kvblock.Hash]int{}
 	for i := len(prompts) - 1; i >= 0; i-- {
-		hs := prompts[i].Hashes
+		hs := prompts[i].stored()
 		next[i] = make([]int, len(hs))
 		for j, h := range hs {
 			if n, ok := upcoming[h]; ok {
@@ -174,7 +187,7 @@ func beladyHits(prompts []Prompt, capacity int) int {
 				next[i][j] = never
 			}
 		}
-		for _, h := range hs {
+		for _, h := range prompts[i].Hashes {
 			upcoming[h] = i
 		}
 	}
@@ -190,7 +203,7 @@ func beladyHits(prompts []Prompt, capacity int) int {
 				hits++
 			}
 		}
-		for j, h := range p.Hashes {
+		for j, h := range p.stored() {
 			resident[h] = next[i][j]
 			heap.Push(&hp, nextUse{next: next[i][j], h: h})
 		}
@@ -235,7 +248,7 @@ func oracleHits(prompts []Prompt, replicas, cacheBlocks, blockSize int) (int, []
 			ttft = append(ttft, freeAt[best]-p.At)
 			hits += bestM
 		}
-		caches[best].insert(p.Hashes)
+		caches[best].insert(p.stored())
 	}
 	return hits, ttft
 }

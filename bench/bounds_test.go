@@ -78,3 +78,17 @@ func TestOracleRouting(t *testing.T) {
 		t.Errorf("oracle hit rate %v, want %v", b.HOracle, want)
 	}
 }
+
+// Blocks of generated tokens count: a next turn that resends the answer hits
+// them, in every bound.
+func TestBoundsStoredBlocks(t *testing.T) {
+	p1 := prompt(0, 1, 2)
+	p1.Stored = []kvblock.Hash{1, 2, 3}
+	ps := []Prompt{p1, prompt(time.Second, 1, 2, 3, 4)}
+	b := ComputeBounds(ps, 1, 10, 1)
+	for name, v := range map[string]float64{"inf": b.HInf, "lru": b.HPoolLRU, "belady": b.HPoolBelady, "oracle": b.HOracle} {
+		if v != 0.5 {
+			t.Errorf("%s = %v, want 3 hit tokens of 6", name, v)
+		}
+	}
+}

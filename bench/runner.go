@@ -168,7 +168,7 @@ func (r *Runner) session(ctx context.Context, clients []*client, s Session, add 
 		reqCtx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
 		answer := c.do(reqCtx, body, due, &rec)
 		cancel()
-		p := r.blocks(body, due)
+		p := r.blocks(body, due, answer)
 		p.Warmup = rec.Warmup
 		add(rec, p)
 		if !rec.OK() {
@@ -179,14 +179,24 @@ func (r *Runner) session(ctx context.Context, clients []*client, s Session, add 
 }
 
 // blocks returns the prompt's engine blocks as the builtin:sim engine forms
-// them (same chat rendering and tokenizer).
-func (r *Runner) blocks(body []byte, at time.Duration) Prompt {
+// them (same chat rendering and tokenizer), and the blocks the engine holds
+// after generating answer: the full blocks of prompt and answer, which a
+// next turn that resends the answer can hit.
+func (r *Runner) blocks(body []byte, at time.Duration, answer string) Prompt {
 	p, err := r.tok.Chat(body)
 	if err != nil {
 		r.log.Debug("tokenize for bounds", "err", err)
 		return Prompt{}
 	}
-	return Prompt{At: at, Tokens: len(p.TokenIDs), Hashes: kvblock.Hashes(nil, r.seed, p.TokenIDs, r.cfg.BlockSize)}
+	out := Prompt{At: at, Tokens: len(p.TokenIDs), Hashes: kvblock.Hashes(nil, r.seed, p.TokenIDs, r.cfg.BlockSize)}
+	if answer != "" {
+		ids, err := r.tok.Encode(answer, false)
+		if err == nil {
+			full := append(p.TokenIDs[:len(p.TokenIDs):len(p.TokenIDs)], ids...)
+			out.Stored = kvblock.Hashes(nil, r.seed, full, r.cfg.BlockSize)
+		}
+	}
+	return out
 }
 
 // replicas is the fleet size assumed for the bounds.
