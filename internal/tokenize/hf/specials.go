@@ -26,6 +26,7 @@ type SpecialTokens struct {
 // tokenField is a special token given as a string or as an AddedToken object.
 type tokenField string
 
+// UnmarshalJSON accepts a string or an object with a "content" field.
 func (f *tokenField) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
