@@ -188,11 +188,15 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 		}
 		req := route.Request{Model: m.cfg.Name, Hashes: rq.hashes, BlockSize: m.cfg.BlockSize,
 			PromptTokens: rq.tokens, Now: now, Exclude: sc.exclude}
-		if rq.tokens == 0 {
-			req.PromptTokens = 0
-		}
 		idx, d, err := m.policy.Pick(&req, sc.cands, sc.rs)
 		b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name()).Observe(time.Since(t0).Seconds())
+		if err != nil && len(sc.tried) > 0 {
+			// Every other replica is out: untried ones go first, then
+			// the tried ones again.
+			sc.tried = sc.tried[:0]
+			clear(sc.tried[:cap(sc.tried)])
+			continue
+		}
 		if err != nil {
 			if errors.Is(err, route.ErrAllFull) || (errors.Is(err, route.ErrNoCandidate) && len(sc.full) > 0 && attempt == 0) {
 				if last == nil && lastErr == nil {

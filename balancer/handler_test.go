@@ -341,3 +341,33 @@ func TestReplicaDownWhileWaitingMovesRequest(t *testing.T) {
 		t.Errorf("got %d from %q, want 200 from r1", got.code, got.replica)
 	}
 }
+
+// TestRetriesTheOnlyReplica: with every replica tried, a retry goes back to
+// one already tried (untried replicas only come first).
+func TestRetriesTheOnlyReplica(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n < 3 {
+			statusHandler(http.StatusServiceUnavailable)(w, r)
+			return
+		}
+		okHandler(w, r)
+	})
+	cfg := testConfig(up.srv.URL)
+	cfg.Health.FailureThreshold = 0
+	_, srv := newTestBalancer(t, cfg)
+	resp, body := post(t, srv.URL+"/v1/completions", `{"model":"m","prompt":"x"}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 3 {
+		t.Errorf("upstream calls = %d, want 3", calls)
+	}
+}
