@@ -2,7 +2,6 @@ package bench
 
 import (
 	"container/heap"
-	"container/list"
 	"math"
 	"time"
 
@@ -105,15 +104,23 @@ func infiniteHits(prompts []Prompt) int {
 	return hits
 }
 
-// lru is a block LRU of fixed capacity.
+// lru is a block LRU of fixed capacity: a doubly linked list threaded
+// through a slice (no allocation per touch), most recent at head.
 type lru struct {
-	cap   int
-	order *list.List // front = most recent
-	items map[kvblock.Hash]*list.Element
+	cap        int
+	items      map[kvblock.Hash]int32 // block → node index
+	nodes      []lruNode
+	head, tail int32 // -1 when empty
+	free       []int32
+}
+
+type lruNode struct {
+	h          kvblock.Hash
+	prev, next int32
 }
 
 func newLRU(capacity int) *lru {
-	return &lru{cap: capacity, order: list.New(), items: map[kvblock.Hash]*list.Element{}}
+	return &lru{cap: capacity, items: map[kvblock.Hash]int32{}, head: -1, tail: -1}
 }
 
 // match returns the number of leading hashes present.
@@ -126,19 +133,55 @@ func (c *lru) match(hs []kvblock.Hash) int {
 	return len(hs)
 }
 
+func (c *lru) unlink(i int32) {
+	n := &c.nodes[i]
+	if n.prev >= 0 {
+		c.nodes[n.prev].next = n.next
+	} else {
+		c.head = n.next
+	}
+	if n.next >= 0 {
+		c.nodes[n.next].prev = n.prev
+	} else {
+		c.tail = n.prev
+	}
+}
+
+func (c *lru) pushFront(i int32) {
+	c.nodes[i].prev, c.nodes[i].next = -1, c.head
+	if c.head >= 0 {
+		c.nodes[c.head].prev = i
+	}
+	c.head = i
+	if c.tail < 0 {
+		c.tail = i
+	}
+}
+
 // insert touches or adds hs in order, then evicts the least recent.
 func (c *lru) insert(hs []kvblock.Hash) {
 	for _, h := range hs {
-		if e, ok := c.items[h]; ok {
-			c.order.MoveToFront(e)
-		} else {
-			c.items[h] = c.order.PushFront(h)
+		if i, ok := c.items[h]; ok {
+			c.unlink(i)
+			c.pushFront(i)
+			continue
 		}
+		var i int32
+		if n := len(c.free); n > 0 {
+			i, c.free = c.free[n-1], c.free[:n-1]
+			c.nodes[i].h = h
+		} else {
+			i = int32(len(c.nodes))
+			c.nodes = append(c.nodes, lruNode{h: h})
+		}
+		c.items[h] = i
+		c.pushFront(i)
 	}
-	for c.order.Len() > c.cap {
-		e := c.order.Back()
-		delete(c.items, e.Value.(kvblock.Hash))
-		c.order.Remove(e)
+	for len(c.items) > c.cap {
+		i := c.tail
+		c.unlink(i)
+		delete(c.items, c.nodes[i].h)
+		c.free = append(c.free, i)
 	}
 }
 

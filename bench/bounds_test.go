@@ -92,3 +92,49 @@ func TestBoundsStoredBlocks(t *testing.T) {
 		}
 	}
 }
+
+// The slice-threaded LRU behaves like a naive list LRU under random use.
+func TestLRUMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for iter := range 100 {
+		capacity := 1 + rng.IntN(20)
+		c := newLRU(capacity)
+		var ref []kvblock.Hash // most recent last
+		for step := range 200 {
+			hs := make([]kvblock.Hash, rng.IntN(6))
+			for i := range hs {
+				hs[i] = kvblock.Hash(rng.IntN(30))
+			}
+			want := 0
+			for _, h := range hs {
+				found := false
+				for _, r := range ref {
+					found = found || r == h
+				}
+				if !found {
+					break
+				}
+				want++
+			}
+			if got := c.match(hs); got != want {
+				t.Fatalf("iter %d step %d: match %d, want %d", iter, step, got, want)
+			}
+			c.insert(hs)
+			for _, h := range hs {
+				for i, r := range ref {
+					if r == h {
+						ref = append(ref[:i], ref[i+1:]...)
+						break
+					}
+				}
+				ref = append(ref, h)
+			}
+			if len(ref) > capacity {
+				ref = ref[len(ref)-capacity:]
+			}
+			if len(c.items) != len(ref) {
+				t.Fatalf("iter %d step %d: %d blocks held, want %d", iter, step, len(c.items), len(ref))
+			}
+		}
+	}
+}
