@@ -6,6 +6,17 @@ import (
 	"text/tabwriter"
 )
 
+// IsCacheBlind reports whether policy routes without predicting cached
+// tokens (its x-inferrail-cached-tokens is 0, so prediction accuracy does
+// not apply).
+func IsCacheBlind(policy string) bool {
+	switch policy {
+	case "round_robin", "random", "least_request", "p2c", "nginx-round_robin", "nginx-least_conn":
+		return true
+	}
+	return false
+}
+
 // WriteTable prints one line per result: the headline numbers of a
 // comparison (TTFT p50/p99, TPOT p50, hit rate from usage and the engines,
 // its share of the pooled-LRU bound, prediction accuracy, goodput).
@@ -18,7 +29,9 @@ func WriteTable(w io.Writer, results []*Result) error {
 		if r.Bounds != nil && r.Bounds.HPoolLRU > 0 {
 			pool = fmt.Sprintf("%.0f%%", 100*s.HitRateUsage/r.Bounds.HPoolLRU)
 		}
-		if s.Predicted > 0 {
+		if IsCacheBlind(r.Run.Policy) {
+			pred = "n/a"
+		} else if s.Predicted > 0 {
 			pred = fmt.Sprintf("%.1f%%", 100*s.PredictionExact)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.1f\t%.3f\t%.3f\t%s\t%s\t%.2f\t%.1f\t\n", r.Config.Label, s.Requests, s.Failed,

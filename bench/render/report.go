@@ -62,8 +62,41 @@ func (g *Group) ttfts() []time.Duration {
 	return out
 }
 
-// GroupResults groups results by label, in first-seen order.
+// policyOrder ranks policies in tables and charts: cache-blind baselines
+// first, then cache-aware policies, then external baselines.
+var policyOrder = map[string]int{"round_robin": 1, "random": 2, "least_request": 3, "p2c": 4, "prefix_hash": 5,
+	"kv_aware": 6, "cost_model": 7, "nginx-round_robin": 8, "nginx-least_conn": 9}
+
+var kindOrder = map[string]int{"": 0, bench.KindPolicy: 0, bench.KindBaseline: 0, bench.KindLoad: 1, bench.KindBalancers: 2}
+
+// GroupResults groups results by label, ordered by run kind, policy (known
+// policies in policyOrder, then by name), load and balancers.
 func GroupResults(results []*bench.Result) []*Group {
+	out := groupByLabel(results)
+	rank := func(p string) int {
+		if r, ok := policyOrder[p]; ok {
+			return r
+		}
+		return len(policyOrder) + 1
+	}
+	slices.SortStableFunc(out, func(a, b *Group) int {
+		return cmp.Or(cmp.Compare(kindOrder[a.Run.Kind], kindOrder[b.Run.Kind]),
+			cmp.Compare(rank(a.Run.Policy), rank(b.Run.Policy)), cmp.Compare(a.Run.Policy, b.Run.Policy),
+			cmp.Compare(a.Run.Load, b.Run.Load), cmp.Compare(a.Run.Balancers, b.Run.Balancers), cmp.Compare(a.Label, b.Label))
+	})
+	return out
+}
+
+// Ordered returns results in report order (see GroupResults).
+func Ordered(results []*bench.Result) []*bench.Result {
+	var out []*bench.Result
+	for _, g := range GroupResults(results) {
+		out = append(out, g.Reps...)
+	}
+	return out
+}
+
+func groupByLabel(results []*bench.Result) []*Group {
 	var out []*Group
 	idx := map[string]*Group{}
 	for _, r := range results {
@@ -338,10 +371,6 @@ func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 	return err
 }
 
-// cacheBlind are the policies that make no cache prediction (their
-// x-inferrail-cached-tokens is 0), so prediction accuracy does not apply.
-var cacheBlind = map[string]bool{"round_robin": true, "random": true, "least_request": true, "p2c": true}
-
 func writeRow(sb *strings.Builder, g *Group) {
 	m := g.mean
 	s := func(f func(bench.Summary) float64) float64 {
@@ -362,7 +391,7 @@ func writeRow(sb *strings.Builder, g *Group) {
 		})
 	}
 	pred := "-"
-	if cacheBlind[g.Run.Policy] {
+	if bench.IsCacheBlind(g.Run.Policy) {
 		pred = "n/a"
 	} else if s(func(x bench.Summary) float64 { return float64(x.Predicted) }) > 0 {
 		pred = fmt.Sprintf("%.1f%%", 100*s(func(x bench.Summary) float64 { return x.PredictionExact }))

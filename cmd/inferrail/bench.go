@@ -243,6 +243,7 @@ func runBenchReport(_ context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	results = render.Ordered(results)
 	if err := render.Write(*out, results, *repro); err != nil {
 		return err
 	}
