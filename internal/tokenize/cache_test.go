@@ -34,6 +34,7 @@ var familySpecials = map[string][]string{
 	"mistral":      {"<s>", "</s>", "[INST]"},
 	"gemma3":       {"<start_of_turn>", "<end_of_turn>", "<bos>"},
 	"llama3-short": {"<|eot_id|>", "<|end_header_id|>"},
+	"deepseek3":    {"<｜User｜>", "<｜Assistant｜>", "<｜end▁of▁sentence｜>"},
 }
 
 // TestEncodeDeterministicConcurrent is a property test for every golden

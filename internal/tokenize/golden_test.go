@@ -27,6 +27,7 @@ var goldenFamilies = []goldenFamily{
 	{"gemma3", "tokenizer-gemma3", ""},
 	// The short Llama 3 template shipped in the fixture's tokenizer_config.json.
 	{"llama3-short", "tokenizer-llama3_1", ""},
+	{"deepseek3", "tokenizer-deepseek_v3", ""},
 }
 
 // goldenRecord is one line of testdata/chat/<family>.jsonl.gz, written by

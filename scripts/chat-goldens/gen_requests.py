@@ -8,6 +8,7 @@ FAMILY selects the features the family's chat template supports:
   qwen3    system, tools (several calls per turn), tool results, reasoning
   mistral  optional system then strict user/assistant alternation
   gemma3   optional system then strict user/assistant alternation, openai parts
+  deepseek3 system, tools (several calls per turn), tool results
   generic  optional system then alternation (for extra templates)
 Every family also gets special tokens inside text, unicode, whitespace edge
 cases, continue_final_message, add_generation_prompt false, and a few requests
@@ -33,6 +34,7 @@ SPECIALS = {
     "qwen3": ["<|im_end|>", "<|im_start|>system", "<|endoftext|>", "<think>", "</think>", "<tool_call>"],
     "mistral": ["</s>", "<s>", "[INST]", "[/INST]", "<unk>"],
     "gemma3": ["<end_of_turn>", "<start_of_turn>user", "<bos>", "<eos>", "<start_of_image>"],
+    "deepseek3": ["<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<｜tool▁calls▁begin｜>", "<think>"],
     "generic": ["<|im_end|>", "</s>", "<|eot_id|>", "[INST]", "<end_of_turn>"],
 }
 
@@ -158,7 +160,7 @@ class Gen:
         msgs = []
         # Mistral's and Gemma 3's templates have no tool support: a few tool
         # requests there check that both sides reject them alike.
-        p_tools = 0.35 if f in ("llama3", "qwen3", "generic") else 0.05
+        p_tools = 0.35 if f in ("llama3", "qwen3", "deepseek3", "generic") else 0.05
         use_tools = self.r.random() < p_tools
         if self.r.random() < 0.6:
             msgs.append({"role": "system", "content": self.system()})
@@ -172,7 +174,7 @@ class Gen:
             if last and self.r.random() < 0.7:
                 break
             if use_tools and self.r.random() < 0.6:
-                n = self.r.choice([1, 1, 2, 3]) if f == "qwen3" else 1
+                n = self.r.choice([1, 1, 2, 3]) if f in ("qwen3", "deepseek3") else 1
                 tcs = [self.tool_call() for _ in range(n)]
                 am = {"role": "assistant", "tool_calls": tcs}
                 r = self.r.random()

@@ -42,6 +42,7 @@ llama3-short llama3 tokenizer-llama3_1 - 37
 qwen3 qwen3 tokenizer-qwen3 - 3
 mistral mistral tokenizer-llama2 mistral.jinja 7
 gemma3 gemma3 tokenizer-gemma3 - 13
+deepseek3 deepseek3 tokenizer-deepseek_v3 - 17
 FAMILIES
 
 # Extra coverage: real templates from @huggingface/ollama-utils, rendered text
