@@ -17,7 +17,8 @@ import (
 // with Fetch, as `inferrail members` does.
 func TestHandlerAndFetch(t *testing.T) {
 	bal := socketNode(t, "bal", RoleBalancer, nil, "")
-	side := socketNode(t, "side", RoleSidecar, nil, "", bal.Addr())
+	// The seed is a DNS name, resolved on each join attempt.
+	side := socketNode(t, "side", RoleSidecar, nil, "", strings.Replace(bal.Addr(), "127.0.0.1", "localhost", 1))
 	if err := side.SetMeta(Meta{Models: []string{"llama"}, Engine: "vllm", BlockSize: 16}); err != nil {
 		t.Fatal(err)
 	}
