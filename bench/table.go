@@ -6,15 +6,15 @@ import (
 	"text/tabwriter"
 )
 
-// IsCacheBlind reports whether policy routes without predicting cached
-// tokens (its x-inferrail-cached-tokens is 0, so prediction accuracy does
-// not apply).
-func IsCacheBlind(policy string) bool {
+// Predicts reports whether policy predicts cached tokens: the cache-blind
+// baselines, prefix_hash (placement by hash, no prediction) and nginx send
+// no x-inferrail-cached-tokens or 0, so prediction accuracy does not apply.
+func Predicts(policy string) bool {
 	switch policy {
-	case "round_robin", "random", "least_request", "p2c", "nginx-round_robin", "nginx-least_conn":
-		return true
+	case "round_robin", "random", "least_request", "p2c", "prefix_hash", "nginx-round_robin", "nginx-least_conn":
+		return false
 	}
-	return false
+	return true
 }
 
 // WriteTable prints one line per result: the headline numbers of a
@@ -29,7 +29,7 @@ func WriteTable(w io.Writer, results []*Result) error {
 		if r.Bounds != nil && r.Bounds.HPoolLRU > 0 {
 			pool = fmt.Sprintf("%.0f%%", 100*s.HitRateUsage/r.Bounds.HPoolLRU)
 		}
-		if IsCacheBlind(r.Run.Policy) {
+		if !Predicts(r.Run.Policy) {
 			pred = "n/a"
 		} else if s.Predicted > 0 {
 			pred = fmt.Sprintf("%.1f%%", 100*s.PredictionExact)

@@ -328,7 +328,7 @@ func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 	sb.WriteString("Latencies in ms, counted from each request's scheduled send time (open loop). Hit rate from `usage.prompt_tokens_details.cached_tokens`; " +
 		"engine hit rate from the engines' `vllm:prefix_cache_{hits,queries}_total` after the warm-up; " +
 		"`% H_pool` and `% H_inf` are the hit rate as a share of the bounds of the same request sequence; `pred. exact` is the share of requests " +
-		"whose predicted cached tokens (`x-inferrail-cached-tokens`) equal the engine's (n/a for cache-blind policies, which predict nothing). " +
+		"whose predicted cached tokens (`x-inferrail-cached-tokens`) equal the engine's (n/a for policies that predict nothing: the cache-blind ones and prefix_hash). " +
 		"Means over repetitions; TTFT p99 shows min–max across them.\n\n")
 	sb.WriteString("| run | req | failed | TTFT p50 | TTFT p99 | TPOT p50 | ITL p99 | E2E p99 | out tok/s | goodput/s | good % | hit rate | engine hit | % H_pool | % H_inf | % oracle | pred. exact | send lag p99 | replica share min–max |\n")
 	sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -391,7 +391,7 @@ func writeRow(sb *strings.Builder, g *Group) {
 		})
 	}
 	pred := "-"
-	if bench.IsCacheBlind(g.Run.Policy) {
+	if !bench.Predicts(g.Run.Policy) {
 		pred = "n/a"
 	} else if s(func(x bench.Summary) float64 { return float64(x.Predicted) }) > 0 {
 		pred = fmt.Sprintf("%.1f%%", 100*s(func(x bench.Summary) float64 { return x.PredictionExact }))
