@@ -13,6 +13,10 @@ func init() {
 	register(command{name: "tokenize", summary: "render and tokenize a request as the engine would", run: runTokenize})
 }
 
+// tokenizeStdin is where `inferrail tokenize` reads its input (tests
+// replace it).
+var tokenizeStdin io.Reader = os.Stdin
+
 func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("tokenize", "--model DIR (--chat | --completion | --raw) < input", stderr)
 	model := fs.String("model", "", "model directory (tokenizer.json, tokenizer_config.json) or builtin:sim")
@@ -38,6 +42,6 @@ func runTokenize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return errUsage
 	}
 	return tokenize.RunTool(ctx, tokenize.ToolConfig{
-		Model: *model, Mode: mode, ChatTemplate: *tmpl, In: os.Stdin, Out: stdout,
+		Model: *model, Mode: mode, ChatTemplate: *tmpl, In: tokenizeStdin, Out: stdout,
 	})
 }
