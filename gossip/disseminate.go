@@ -108,12 +108,10 @@ func (n *Node) tick() {
 // epochChanged puts the new summary epoch into the node's metadata.
 func (n *Node) epochChanged(s SummarySource) {
 	epoch, _ := s.Version()
-	m := n.Meta()
-	if m.SummaryEpoch == epoch {
+	if n.Meta().SummaryEpoch == epoch {
 		return
 	}
-	m.SummaryEpoch = epoch
-	if err := n.SetMeta(m); err != nil {
+	if err := n.UpdateMeta(func(m *Meta) { m.SummaryEpoch = epoch }); err != nil {
 		n.log.Warn("update summary epoch in metadata", "err", err)
 	}
 }

@@ -1,9 +1,12 @@
 package gossip
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -99,5 +102,45 @@ func TestLeaveShutdownIdempotent(t *testing.T) {
 	}
 	if err := n.Run(t.Context()); err == nil {
 		t.Fatal("second Run succeeded")
+	}
+}
+
+// TestMetaUpdates: SetMeta keeps the role and, while a summary source is
+// set, the summary epoch the node maintains; UpdateMeta changes one field.
+func TestMetaUpdates(t *testing.T) {
+	n := socketNode(t, "meta", RoleSidecar, nil, "")
+	if err := n.SetMeta(Meta{Role: RoleBalancer, Models: []string{"m"}, SummaryEpoch: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if m := n.Meta(); m.Role != RoleSidecar || m.SummaryEpoch != 7 {
+		t.Fatalf("without a source: %+v", m)
+	}
+	b, err := summary.NewBuilder(summary.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.SetSummarySource(b)
+	epoch, _ := b.Version()
+	if m := n.Meta(); m.SummaryEpoch != epoch {
+		t.Fatalf("epoch after SetSummarySource = %d, want %d", m.SummaryEpoch, epoch)
+	}
+	if err := n.SetMeta(Meta{Models: []string{"m", "lora"}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := n.Meta(); m.SummaryEpoch != epoch || len(m.Models) != 2 {
+		t.Fatalf("SetMeta with a source: %+v", m)
+	}
+	if err := n.UpdateMeta(func(m *Meta) { m.Engine = "vllm" }); err != nil {
+		t.Fatal(err)
+	}
+	if m := n.Meta(); m.Engine != "vllm" || len(m.Models) != 2 {
+		t.Fatalf("UpdateMeta: %+v", m)
+	}
+	self := n.Fleet().Snapshot().Member("meta")
+	if self == nil || self.Meta.Engine != "vllm" {
+		t.Fatalf("fleet's self entry: %+v", self)
+	}
+	if err := n.UpdateMeta(func(m *Meta) { m.Version = strings.Repeat("v", 600) }); !errors.Is(err, ErrMetaTooLarge) {
+		t.Fatalf("oversized metadata: %v", err)
 	}
 }

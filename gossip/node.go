@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,22 +155,41 @@ func (n *Node) Fleet() *Fleet { return n.fleet }
 // SetLoad sets the load a sidecar announces from the next tick on.
 func (n *Node) SetLoad(l Load) { n.load.Store(&l) }
 
-// SetSummarySource sets what a sidecar disseminates; nil stops summaries.
+// SetSummarySource sets what a sidecar disseminates, and puts its epoch in
+// the node's metadata; nil stops summaries.
 func (n *Node) SetSummarySource(s SummarySource) {
 	if s == nil {
 		n.src.Store(nil)
 		return
 	}
 	n.src.Store(&sourceBox{s: s})
+	n.epochChanged(s)
 }
 
 // Meta returns the node's current metadata.
 func (n *Node) Meta() Meta { return *n.meta.Load() }
 
-// SetMeta replaces the node's metadata (its Role is kept) and gossips it.
+// SetMeta replaces the node's metadata and gossips it. Role is kept, and so
+// is SummaryEpoch while a summary source is set (the node maintains it).
 func (n *Node) SetMeta(m Meta) error {
+	return n.UpdateMeta(func(cur *Meta) {
+		epoch := cur.SummaryEpoch
+		*cur = m
+		if n.src.Load() != nil {
+			cur.SummaryEpoch = epoch
+		}
+	})
+}
+
+// UpdateMeta changes the node's metadata with f, atomically with respect to
+// other updates, and gossips the result. f gets a copy it may modify; Role
+// is restored after it.
+func (n *Node) UpdateMeta(f func(*Meta)) error {
 	n.metaMu.Lock()
 	defer n.metaMu.Unlock()
+	m := *n.meta.Load()
+	m.Models = slices.Clone(m.Models)
+	f(&m)
 	m.Role = n.cfg.Role
 	enc, err := m.Marshal()
 	if err != nil {
