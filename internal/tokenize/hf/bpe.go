@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -79,7 +80,7 @@ type bpeJSON struct {
 	FuseUnk                 bool              `json:"fuse_unk"`
 	ByteFallback            bool              `json:"byte_fallback"`
 	IgnoreMerges            bool              `json:"ignore_merges"`
-	Vocab                   map[string]uint32 `json:"vocab"`
+	Vocab                   json.RawMessage   `json:"vocab"`
 	Merges                  json.RawMessage   `json:"merges"`
 }
 
@@ -102,8 +103,27 @@ func parseModel(raw json.RawMessage) (*bpe, error) {
 	if v.Dropout != nil && *v.Dropout != 0 {
 		return nil, fmt.Errorf("model BPE: dropout %v is not supported (encoding would not be deterministic)", *v.Dropout)
 	}
+	// The vocabulary and the merges are the bulk of a tokenizer.json: decode
+	// them in parallel.
+	var (
+		vocab            map[string]uint32
+		pairs            [][2]string
+		vocabErr, merErr error
+		wg               sync.WaitGroup
+	)
+	wg.Go(func() { pairs, merErr = parseMerges(v.Merges) })
+	if err := json.Unmarshal(v.Vocab, &vocab); err != nil && !isNull(v.Vocab) {
+		vocabErr = fmt.Errorf("model BPE: vocab: %w", err)
+	}
+	wg.Wait()
+	if vocabErr != nil {
+		return nil, vocabErr
+	}
+	if merErr != nil {
+		return nil, fmt.Errorf("model BPE: %w", merErr)
+	}
 	m := &bpe{
-		vocab:        v.Vocab,
+		vocab:        vocab,
 		fuseUnk:      v.FuseUnk,
 		byteFallback: v.ByteFallback,
 		ignoreMerges: v.IgnoreMerges,
@@ -146,10 +166,6 @@ func parseModel(raw json.RawMessage) (*bpe, error) {
 			}
 			m.byteTokens[b] = id
 		}
-	}
-	pairs, err := parseMerges(v.Merges)
-	if err != nil {
-		return nil, fmt.Errorf("model BPE: %w", err)
 	}
 	m.merges = make(map[uint64]uint64, len(pairs))
 	var buf []byte
