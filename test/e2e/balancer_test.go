@@ -27,9 +27,9 @@ type btBalancer struct {
 }
 
 // btConfig is the balancer config used by these tests: model e2e-model with
-// the builtin:sim tokenizer, gossip on loopback with local timings, short
-// probes and a short first-byte timeout.
-func btConfig(listen, admin, gossip string, join []string, extra string) string {
+// the builtin:sim tokenizer, gossip on loopback with local timings, probes
+// every probeInterval ("0s": none) and a short first-byte timeout.
+func btConfig(listen, admin, gossip string, join []string, probeInterval string) string {
 	j, _ := json.Marshal(join)
 	return fmt.Sprintf(`listen: %s
 admin: %s
@@ -43,23 +43,23 @@ gossip:
   join: %s
   profile: local
 health:
-  probe_interval: 500ms
+  probe_interval: %s
   probe_timeout: 300ms
   failure_threshold: 2
   base_ejection: 5s
 timeouts:
   upstream:
     first_byte: 2s
-%s`, listen, admin, gossip, j, extra)
+`, listen, admin, gossip, j, probeInterval)
 }
 
-func btStartBalancer(t *testing.T, bin, name string, join []string, extra string) *btBalancer {
+func btStartBalancer(t *testing.T, bin, name string, join []string, probeInterval string) *btBalancer {
 	t.Helper()
 	l, a, g := scFreePort(t), scFreePort(t), scFreePort(t)
 	b := &btBalancer{url: fmt.Sprintf("http://127.0.0.1:%d", l), admin: fmt.Sprintf("http://127.0.0.1:%d", a),
 		gossip: fmt.Sprintf("127.0.0.1:%d", g)}
 	path := filepath.Join(t.TempDir(), name+".yaml")
-	cfg := btConfig(fmt.Sprintf("127.0.0.1:%d", l), fmt.Sprintf("127.0.0.1:%d", a), b.gossip, join, extra)
+	cfg := btConfig(fmt.Sprintf("127.0.0.1:%d", l), fmt.Sprintf("127.0.0.1:%d", a), b.gossip, join, probeInterval)
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func btStartFleet(t *testing.T, bin string, n, blocks int, balancers []string, s
 		if i > 0 {
 			join = []string{f.bals[0].gossip}
 		}
-		f.bals = append(f.bals, btStartBalancer(t, bin, name, join, ""))
+		f.bals = append(f.bals, btStartBalancer(t, bin, name, join, "500ms"))
 	}
 	for i := range n {
 		sim := btStartSim(t, bin, fmt.Sprintf("sim-%d", i), blocks, simArgs...)
@@ -416,11 +416,14 @@ func btEngineInFlight(t *testing.T, sim *scSim) int64 {
 }
 
 // btHung: a replica that stops answering (hang fault) stops absorbing
-// traffic: after a few first-byte timeouts it is ejected and its probes
-// fail, and later requests all go to the others.
+// traffic, twice: balancer bal-h takes it out when its probes fail; bal-p,
+// without probes, ejects it after two first-byte timeouts, moving those
+// requests to other replicas, so that no request fails.
 func btHung(t *testing.T, bin string) {
 	f := btStartFleet(t, bin, 3, 4000, []string{"bal-h"}, "--zero-latency")
 	bal := f.bals[0]
+	passive := btStartBalancer(t, bin, "bal-p", []string{bal.gossip}, "0s")
+	scWait(t, "bal-p sees every replica", func() error { return passive.replicasHealthy(3) })
 	hung := f.sims[0]
 	resp, err := http.Post(hung.url+"/inferrail/debug/faults", "application/json",
 		strings.NewReader(`{"kind":"hang","duration":"10m"}`))
@@ -432,7 +435,7 @@ func btHung(t *testing.T, bin string) {
 		t.Fatalf("inject fault: %s", resp.Status)
 	}
 	// Different prefixes so that every replica is picked now and then.
-	scWait(t, "the hung replica to be taken out", func() error {
+	scWait(t, "bal-h to take the hung replica out", func() error {
 		for i := range 12 {
 			r := btComplete(bal.url, btPrefix(100+i)+" hung test", 4)
 			if r.err != nil {
@@ -444,9 +447,31 @@ func btHung(t *testing.T, bin string) {
 	for i := range 30 {
 		r := btComplete(bal.url, btPrefix(200+i)+" after", 4)
 		if r.err != nil || r.replica == "replica-0" {
-			t.Fatalf("request %d after the ejection: replica %s, %v", i, r.replica, r.err)
+			t.Fatalf("bal-h request %d after the probes failed: replica %s, %v", i, r.replica, r.err)
 		}
 	}
+	// Passive: every request succeeds (a timed-out attempt moves on) until
+	// the hung replica is ejected.
+	i := 0
+	scWait(t, "bal-p to eject the hung replica", func() error {
+		r := btComplete(passive.url, btPrefix(300+i)+" passive", 4)
+		i++
+		if r.err != nil {
+			t.Fatalf("bal-p request %d: %v", i, r.err)
+		}
+		if n := btMetric(t, passive, "inferrail_balancer_ejections_total", `replica="replica-0"`); n == 0 {
+			return fmt.Errorf("not ejected after %d requests", i)
+		}
+		return nil
+	})
+	for k := range 30 {
+		r := btComplete(passive.url, btPrefix(400+k)+" after", 4)
+		if r.err != nil || r.replica == "replica-0" {
+			t.Fatalf("bal-p request %d after the ejection: replica %s, %v", k, r.replica, r.err)
+		}
+	}
+	t.Logf("bal-p ejected the hung replica after %d requests, retrying %v attempts", i,
+		btMetric(t, passive, "inferrail_balancer_retries_total", `reason="first_byte_timeout"`))
 }
 
 // btCheck: `inferrail check` accepts the shipped configs and reports every
