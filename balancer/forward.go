@@ -228,11 +228,11 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			return
 		}
 		sc.tried = append(sc.tried, rep)
-		b.m.retries.WithLabelValues(m.cfg.Name, retry).Inc()
 		last, lastErr = resp, err
 		if attempt >= cfg.MaxAttempts || !b.now().Before(deadline) {
 			break
 		}
+		b.m.retries.WithLabelValues(m.cfg.Name, retry).Inc()
 	}
 	// Out of attempts, time or replicas.
 	switch {
@@ -245,7 +245,8 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 		openai.StatusError(http.StatusGatewayTimeout, "no replica answered in time").Write(w)
 	case lastErr != nil:
 		rq.outcome = outcomeUnreachable
-		openai.StatusError(http.StatusBadGateway, "no replica could be reached: "+lastErr.Error()).Write(w)
+		b.log.Warn("no replica could be reached", "model", m.cfg.Name, "request_id", rq.id, "attempts", attempt, "err", lastErr)
+		openai.StatusError(http.StatusBadGateway, "no replica could be reached").Write(w)
 	default:
 		rq.outcome = outcomeNoReplica
 		w.Header().Set("Retry-After", "1")

@@ -68,7 +68,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"model", "reason"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inferrail_balancer_retries_total",
-			Help: "Attempts moved to another replica before the first byte, by reason (dial, status, replica_down, first_byte_timeout).",
+			Help: "Failed attempts followed by another attempt (before the first byte), by the failure: dial, status_502|503|504, upstream_error, first_byte_timeout, replica_down, route_deadline.",
 		}, []string{"model", "reason"}),
 		fallback: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inferrail_balancer_summary_fallback_total",
