@@ -88,15 +88,15 @@ func (c *idCache) put(key string, ids []uint32) {
 	if c == nil {
 		return
 	}
+	cost := entryCost(key, ids[:len(ids):len(ids)])
+	s := c.shard(key)
+	if cost > s.limit {
+		return
+	}
 	cp := make([]uint32, len(ids))
 	copy(cp, ids)
 	// Own the key: it may be a slice of a much larger request body.
 	k := string([]byte(key))
-	cost := entryCost(k, cp)
-	s := c.shard(k)
-	if cost > s.limit {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.items[k]; ok {
