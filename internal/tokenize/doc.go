@@ -24,7 +24,8 @@
 // routed without a prediction and counted by reason.
 //
 // Golden tests compare rendered text and ids with Python Jinja2 configured
-// as transformers configures it and with the Rust tokenizers, for Llama 3.1,
-// Qwen3, Mistral and Gemma 3 (scripts/chat-goldens writes the goldens;
-// docs/chat-templates.md describes them).
+// as transformers configures it and with the Rust tokenizers, for Llama 3.1
+// and 3, Qwen3, Mistral, Gemma 3 and DeepSeek V3, 520 requests each
+// (scripts/chat-goldens writes the goldens; docs/chat-templates.md
+// describes them).
 package tokenize

@@ -30,7 +30,7 @@ func isKnownDifference(pythonErr string) bool {
 // from @huggingface/ollama-utils (see scripts/chat-goldens/run.sh), 40
 // requests each, rendered text only. Every template must match Python
 // Jinja2 on every request, errors included, except for the documented
-// knownEngineDifferences (none of which occurs in the four golden families).
+// knownEngineDifferences (none of which occurs in the golden families).
 func TestGoldenExtraTemplates(t *testing.T) {
 	dir := filepath.Join("testdata", "templates", "extra")
 	cfg, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))

@@ -81,11 +81,11 @@ func Load(spec string, opts Options) (*Model, error) {
 		if opts.ChatTemplate != "" {
 			src, err := readTemplateArg(opts.ChatTemplate)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("load model %q: %w", spec, err)
 			}
 			t, err := compileTemplate(src)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("load model %q: %w", spec, err)
 			}
 			m.templates = &templateSet{single: t}
 			m.sim = false

@@ -137,3 +137,17 @@ func TestLoadErrors(t *testing.T) {
 		t.Error("Load with a broken template succeeded")
 	}
 }
+
+func TestSimWithTemplate(t *testing.T) {
+	m, err := Load(SimSpec, Options{ChatTemplate: "{% for m in messages %}{{ bos_token }}{{ m.content }}{% endfor %}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Chat([]byte(`{"messages":[{"role":"user","content":"x"}]}`))
+	if err != nil || p.Text != "<|begin_of_text|>x" {
+		t.Errorf("Chat() = %q, %v; want the template's rendering", p.Text, err)
+	}
+	if _, err := Load(SimSpec, Options{ChatTemplate: "{% if %}"}); err == nil {
+		t.Error("Load with a broken template succeeded")
+	}
+}

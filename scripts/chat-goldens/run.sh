@@ -3,7 +3,7 @@
 # Run by hand (not in CI): it needs python3 with Jinja2 3.1.x, node and npm.
 # The goldens are committed; tests read only them and the fixture files.
 #
-#   scripts/chat-goldens/run.sh            # the four families, 520 requests each
+#   scripts/chat-goldens/run.sh            # the golden families (520 requests each) and the extras
 #   COUNT=50 scripts/chat-goldens/run.sh   # fewer requests
 set -euo pipefail
 cd "$(dirname "$0")/../.."
