@@ -187,14 +187,6 @@ func drainStream(st *Stream) {
 	}()
 }
 
-// seqResult accumulates a sequence's outcome.
-type seqResult struct {
-	text         string
-	finishReason string
-	promptTokens int
-	cachedTokens int
-}
-
 // usage builds the usage object. full is for non-streaming bodies (null
 // details, every details field); otherwise details are absent unless set.
 func (s *frontEnd) usage(prompt, completion, cached int, full bool) openai.Usage {

@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/openai"
@@ -110,7 +108,7 @@ func newFrontEnd(cfg Config, log *slog.Logger, tok promptTokenizer, ranks []*ran
 	for _, f := range cfg.Faults {
 		s.faults.add(f, nil)
 	}
-	s.handler = h2c.NewHandler(http.HandlerFunc(s.serveHTTP), &http2.Server{})
+	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s
 }
 
@@ -231,8 +229,12 @@ func (s *frontEnd) Addr() string {
 // serve serves HTTP until ctx ends, then shuts down gracefully. A "refuse"
 // fault closes the listener; serve waits for it to reopen.
 func (s *frontEnd) serve(ctx context.Context) error {
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
 	s.httpSrv = &http.Server{
 		Handler:           s,
+		Protocols:         protocols,
 		ReadHeaderTimeout: 30 * time.Second,
 		ConnState:         s.trackConn,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),

@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,9 +16,7 @@ import (
 // on a free port, talks to it over HTTP and stops it with SIGTERM.
 func TestBinaryEndToEnd(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "inferrail")
-	gotool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	build := exec.Command(gotool, "build", "-o", bin, "github.com/inferrail/inferrail/cmd/inferrail")
-	build.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	build := exec.Command("go", "build", "-o", bin, "github.com/inferrail/inferrail/cmd/inferrail")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -3,7 +3,6 @@ package enginesim
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -13,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/net/http2"
 
 	"github.com/inferrail/inferrail/internal/openai"
 )
@@ -64,12 +61,9 @@ func post(t *testing.T, c *http.Client, url, body string) (*http.Response, []byt
 
 func TestRunServesHTTP1AndH2C(t *testing.T) {
 	base, _ := runSim(t, simLoopbackConfig())
-	h2c := &http.Client{Transport: &http2.Transport{
-		AllowHTTP: true,
-		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		},
-	}}
+	h2cProtocols := new(http.Protocols)
+	h2cProtocols.SetUnencryptedHTTP2(true)
+	h2c := &http.Client{Transport: &http.Transport{Protocols: h2cProtocols}}
 	for name, c := range map[string]*http.Client{"http1": http.DefaultClient, "h2c": h2c} {
 		t.Run(name, func(t *testing.T) {
 			resp, body := post(t, c, base+"/v1/chat/completions",

@@ -38,7 +38,6 @@ type Decoder struct {
 	evType   string
 	lastID   string
 	maxLine  int
-	overflow bool
 }
 
 // ErrLineTooLong is returned when a line exceeds the decoder's limit.
