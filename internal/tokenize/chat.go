@@ -180,7 +180,7 @@ func (m *Model) templateVars(root jinja.Value, tmpl *chatTemplate, tools jinja.V
 	}
 	vars := make(map[string]jinja.Value, len(m.specials)+len(kw.Keys)+1)
 	for k, v := range m.specials {
-		vars[k] = v
+		vars[k] = cloneValue(v) // a template must not edit the model's copy
 	}
 	for _, k := range kw.Keys {
 		if !tmpl.words[k] && !hfBaseParams[k] {
