@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VERSION=3.7.2
-FAMILIES=(llama3_1 qwen3 llama2 gemma3 deepseek_v3 gptoss)
+FAMILIES=(llama3_1 qwen3 llama2 gemma3 deepseek_v3 gptoss gpt4o gpt35turbo claude)
 DEST=.cache/fixtures
 STAMP="$DEST/.installed-$VERSION-$(IFS=,; echo "${FAMILIES[*]}")"
 

@@ -21,7 +21,7 @@ const { Tokenizer } = require("tokenizers");
 const derivedDir = path.join(root, "internal/tokenize/hf/testdata/derived");
 const families = process.argv.slice(2).length
   ? process.argv.slice(2)
-  : ["llama3_1", "qwen3", "llama2", "gemma3", "deepseek_v3", "gptoss",
+  : ["llama3_1", "qwen3", "llama2", "gemma3", "deepseek_v3", "gptoss", "gpt4o", "gpt35turbo", "claude",
      "mistral_metaspace_first", "mistral_metaspace_split", "qwen3_strip_flags",
      "llama3_digits_punct", "qwen3_whitespace_lower", "gemma3_split_behaviors"];
 

