@@ -59,12 +59,20 @@ type PoolConfig struct {
 	// MaxSize is the largest request size (bytes of body) tokenized. 0
 	// means DefaultPoolMaxSize.
 	MaxSize int
+	// LargeSize is the size above which a request is large. 0 means
+	// DefaultPoolLargeSize.
+	LargeSize int
+	// LargeWorkers bounds how many workers large requests may hold at
+	// once, so the rest stay free for ordinary requests. 0 means half the
+	// workers (at least one).
+	LargeWorkers int
 }
 
 // Defaults for PoolConfig.
 const (
-	DefaultPoolMaxWait = 25 * time.Millisecond
-	DefaultPoolMaxSize = 8 << 20
+	DefaultPoolMaxWait   = 25 * time.Millisecond
+	DefaultPoolMaxSize   = 8 << 20
+	DefaultPoolLargeSize = 256 << 10
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -81,6 +89,13 @@ func (c PoolConfig) WithDefaults() PoolConfig {
 	if c.MaxSize == 0 {
 		c.MaxSize = DefaultPoolMaxSize
 	}
+	if c.LargeSize == 0 {
+		c.LargeSize = DefaultPoolLargeSize
+	}
+	if c.LargeWorkers == 0 {
+		c.LargeWorkers = max(1, c.Workers/2)
+	}
+	c.LargeWorkers = min(c.LargeWorkers, c.Workers)
 	return c
 }
 
@@ -99,16 +114,24 @@ func (c PoolConfig) Validate() error {
 	if c.MaxSize < 0 {
 		errs = append(errs, fmt.Errorf("tokenize.pool.max_size must be >= 0, got %d", c.MaxSize))
 	}
+	if c.LargeSize < 0 {
+		errs = append(errs, fmt.Errorf("tokenize.pool.large_size must be >= 0, got %d", c.LargeSize))
+	}
+	if c.LargeWorkers < 0 {
+		errs = append(errs, fmt.Errorf("tokenize.pool.large_workers must be >= 0, got %d", c.LargeWorkers))
+	}
 	return errors.Join(errs...)
 }
 
 // Pool bounds the CPU spent tokenizing: at most Workers requests tokenize
-// at once, a request waits at most MaxWait for a turn, and one larger than
-// MaxSize is not tokenized at all, so a flood of huge prompts cannot starve
-// the router. A Pool is safe for concurrent use.
+// at once, a request waits at most MaxWait for a turn, one larger than
+// MaxSize is not tokenized at all, and requests larger than LargeSize hold
+// at most LargeWorkers workers, so a flood of huge prompts cannot starve the
+// ordinary ones. A Pool is safe for concurrent use.
 type Pool struct {
 	cfg   PoolConfig
 	slots chan struct{} // a token per running request
+	large chan struct{} // a token per large request holding or awaiting a slot
 	queue chan struct{} // a token per waiting request
 	m     *poolMetrics
 }
@@ -121,10 +144,13 @@ func NewPool(cfg PoolConfig, reg prometheus.Registerer) *Pool {
 	cfg.MaxWait = max(cfg.MaxWait, 0)
 	cfg.MaxQueue = max(cfg.MaxQueue, 0)
 	cfg.MaxSize = max(cfg.MaxSize, 0)
+	cfg.LargeSize = max(cfg.LargeSize, 0)
+	cfg.LargeWorkers = max(cfg.LargeWorkers, 0)
 	cfg = cfg.WithDefaults()
 	return &Pool{
 		cfg:   cfg,
 		slots: make(chan struct{}, cfg.Workers),
+		large: make(chan struct{}, cfg.LargeWorkers),
 		queue: make(chan struct{}, cfg.MaxQueue),
 		m:     newPoolMetrics(reg),
 	}
@@ -141,11 +167,10 @@ func (p *Pool) Do(ctx context.Context, size int, fn func()) error {
 	if size > p.cfg.MaxSize {
 		return p.reject(ReasonTooLarge, ErrTooLarge)
 	}
-	select {
-	case p.slots <- struct{}{}:
+	isLarge := size > p.cfg.LargeSize
+	if p.tryAcquire(isLarge) {
 		p.m.wait.Observe(0)
-		return p.run(fn)
-	default:
+		return p.run(fn, isLarge)
 	}
 	select {
 	case p.queue <- struct{}{}:
@@ -154,30 +179,73 @@ func (p *Pool) Do(ctx context.Context, size int, fn func()) error {
 	}
 	p.m.waiting.Inc()
 	start := time.Now()
-	t := time.NewTimer(p.cfg.MaxWait)
-	defer t.Stop()
-	var err error
-	select {
-	case p.slots <- struct{}{}:
-	case <-t.C:
-		err = ErrWaitTimeout
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
+	err := p.acquire(ctx, isLarge)
 	<-p.queue
 	p.m.waiting.Dec()
 	p.m.wait.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return p.reject(RejectReason(err), err)
 	}
-	return p.run(fn)
+	return p.run(fn, isLarge)
 }
 
-func (p *Pool) run(fn func()) error {
+// tryAcquire takes a worker (and a large token) if one is free now.
+func (p *Pool) tryAcquire(isLarge bool) bool {
+	if isLarge {
+		select {
+		case p.large <- struct{}{}:
+		default:
+			return false
+		}
+	}
+	select {
+	case p.slots <- struct{}{}:
+		return true
+	default:
+		if isLarge {
+			<-p.large
+		}
+		return false
+	}
+}
+
+// acquire waits up to MaxWait in all for a worker (and a large token).
+func (p *Pool) acquire(ctx context.Context, isLarge bool) error {
+	t := time.NewTimer(p.cfg.MaxWait)
+	defer t.Stop()
+	if isLarge {
+		select {
+		case p.large <- struct{}{}:
+		case <-t.C:
+			return ErrWaitTimeout
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	select {
+	case p.slots <- struct{}{}:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+		if isLarge {
+			<-p.large
+		}
+		return ctx.Err()
+	}
+	if isLarge {
+		<-p.large
+	}
+	return ErrWaitTimeout
+}
+
+func (p *Pool) run(fn func(), isLarge bool) error {
 	p.m.busy.Inc()
 	defer func() {
 		p.m.busy.Dec()
 		<-p.slots
+		if isLarge {
+			<-p.large
+		}
 	}()
 	fn()
 	return nil

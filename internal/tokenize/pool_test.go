@@ -161,11 +161,11 @@ func TestPoolBoundsConcurrency(t *testing.T) {
 }
 
 func TestPoolConfigValidate(t *testing.T) {
-	err := PoolConfig{Workers: -1, MaxWait: -1, MaxQueue: -1, MaxSize: -1}.Validate()
+	err := PoolConfig{Workers: -1, MaxWait: -1, MaxQueue: -1, MaxSize: -1, LargeSize: -1, LargeWorkers: -1}.Validate()
 	if err == nil {
 		t.Fatal("Validate() accepted negative values")
 	}
-	for _, field := range []string{"workers", "max_wait", "max_queue", "max_size"} {
+	for _, field := range []string{"workers", "max_wait", "max_queue", "max_size", "large_size", "large_workers"} {
 		if !strings.Contains(err.Error(), field) {
 			t.Errorf("Validate() = %v, does not name %s", err, field)
 		}
@@ -174,7 +174,68 @@ func TestPoolConfigValidate(t *testing.T) {
 		t.Errorf("zero config: %v", err)
 	}
 	c := NewPool(PoolConfig{Workers: -3}, nil).Config()
-	if c.Workers <= 0 || c.MaxWait != DefaultPoolMaxWait || c.MaxSize != DefaultPoolMaxSize || c.MaxQueue != 64*c.Workers {
+	if c.Workers <= 0 || c.MaxWait != DefaultPoolMaxWait || c.MaxSize != DefaultPoolMaxSize || c.MaxQueue != 64*c.Workers ||
+		c.LargeSize != DefaultPoolLargeSize || c.LargeWorkers != max(1, c.Workers/2) {
 		t.Errorf("defaults not applied: %+v", c)
 	}
+}
+
+// TestPoolLargeRequestsLeaveRoom checks that large requests never hold more
+// than LargeWorkers workers: with one large request running, another large
+// one waits out MaxWait while a small one runs at once.
+func TestPoolLargeRequestsLeaveRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := NewPool(PoolConfig{Workers: 2, LargeWorkers: 1, LargeSize: 10, MaxWait: 10 * time.Millisecond}, nil)
+		release := make(chan struct{})
+		started := make(chan struct{})
+		go func() {
+			_ = p.Do(context.Background(), 11, func() { close(started); <-release })
+		}()
+		<-started
+		err := p.Do(context.Background(), 11, func() { t.Error("a second large request ran") })
+		if !errors.Is(err, ErrWaitTimeout) {
+			t.Errorf("second large Do() = %v, want ErrWaitTimeout", err)
+		}
+		start := time.Now()
+		ran := false
+		if err := p.Do(context.Background(), 10, func() { ran = true }); err != nil || !ran {
+			t.Errorf("small Do() = %v, ran %v; want it to run", err, ran)
+		}
+		if time.Since(start) != 0 {
+			t.Error("the small request waited")
+		}
+		close(release)
+		synctest.Wait()
+		// Both lanes are free again: a large request runs at once.
+		if err := p.Do(context.Background(), 11, func() {}); err != nil {
+			t.Errorf("large Do() after release = %v", err)
+		}
+	})
+}
+
+// TestPoolLargeCancelReleases checks that a large request cancelled while
+// waiting for a worker gives its large token back.
+func TestPoolLargeCancelReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := NewPool(PoolConfig{Workers: 1, LargeWorkers: 1, LargeSize: 10, MaxWait: time.Hour}, nil)
+		release := make(chan struct{})
+		started := make(chan struct{})
+		go func() { // a small request holds the only worker
+			_ = p.Do(context.Background(), 1, func() { close(started); <-release })
+		}()
+		<-started
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Do(ctx, 11, func() {}) }()
+		synctest.Wait()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled large Do() = %v", err)
+		}
+		close(release)
+		synctest.Wait()
+		if !p.tryAcquire(true) {
+			t.Fatal("the large token was not given back")
+		}
+	})
 }
