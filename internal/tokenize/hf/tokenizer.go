@@ -79,7 +79,7 @@ type Tokenizer struct {
 	model     *bpe
 	norm      normalizer
 	pre       preTokenizer
-	preFirst  preTokenizer // for the piece at offset 0 of the input; nil if as pre
+	preFirst  preTokenizer // for the piece at offset 0 of the input; nil unless Metaspace prepend_scheme is "first"
 	post      *postProcessor
 	dec       decoder
 	rawAdded  *matcher // added tokens matched on raw text
@@ -108,14 +108,14 @@ func Load(dir string) (*Tokenizer, error) {
 	return LoadWithConfig(dir, Config{})
 }
 
-// LoadWithConfig is Load with cache settings.
+// LoadWithConfig is Load with a Config (cache sizes, Transformers).
 func LoadWithConfig(dir string, cfg Config) (*Tokenizer, error) {
 	t, err := loadFile(filepath.Join(dir, "tokenizer.json"), cfg)
 	if err != nil {
 		return nil, err
 	}
 	if err := t.loadConfigs(dir, cfg.Transformers); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("load tokenizer %s: %w", dir, err)
 	}
 	return t, nil
 }
