@@ -2,16 +2,14 @@ package balancer
 
 import (
 	"os"
-	"reflect"
-	"slices"
 
-	"go.yaml.in/yaml/v3"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/inferrail/inferrail/internal/yamlconf"
 )
 
 func loadAndValidate(path string) (Config, error) {
@@ -129,48 +127,10 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(b, &root); err != nil {
+	missing, err := yamlconf.MissingKeys[Config](b)
+	if err != nil {
 		t.Fatal(err)
 	}
-	have := map[string]bool{}
-	var walk func(n *yaml.Node, path string)
-	walk = func(n *yaml.Node, path string) {
-		switch n.Kind {
-		case yaml.DocumentNode:
-			walk(n.Content[0], path)
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				p := join(path, n.Content[i].Value)
-				have[p] = true
-				walk(n.Content[i+1], p)
-			}
-		case yaml.SequenceNode:
-			for _, c := range n.Content {
-				walk(c, path+"[]")
-			}
-		}
-	}
-	walk(&root, "")
-	var missing []string
-	var want func(t reflect.Type, path string)
-	want = func(t reflect.Type, path string) {
-		switch {
-		case t == durationType:
-		case t.Kind() == reflect.Struct:
-			for name, ft := range yamlFields(t) {
-				p := join(path, name)
-				if !have[p] {
-					missing = append(missing, p)
-				}
-				want(ft, p)
-			}
-		case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
-			want(t.Elem(), path+"[]")
-		}
-	}
-	want(reflect.TypeFor[Config](), "")
-	slices.Sort(missing)
 	if len(missing) > 0 {
 		t.Errorf("keys missing from the example: %v", missing)
 	}
