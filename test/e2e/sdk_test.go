@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // sdkScript is the Node script that drives the official OpenAI SDK, relative
@@ -165,10 +167,33 @@ func sdkRequirePackages(t *testing.T, root string) {
 // sdkNoProcessLeft fails the test if any of pids still names a process.
 func sdkNoProcessLeft(t *testing.T, pids []int) {
 	t.Helper()
+	for _, pid := range sdkLive(pids) {
+		t.Errorf("process %d is still running after the cleanups", pid)
+	}
+}
+
+// sdkLive returns the pids that name a process (kill -0 finds it).
+func sdkLive(pids []int) []int {
+	var live []int
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("process %d is still running after the cleanups (kill -0: %v)", pid, err)
+			live = append(live, pid)
 		}
+	}
+	return live
+}
+
+// TestSDKLive: the leak check finds a running process and not one that was
+// waited for.
+func TestSDKLive(t *testing.T) {
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	self := os.Getpid()
+	got := sdkLive([]int{done.Process.Pid, self})
+	if diff := cmp.Diff([]int{self}, got); diff != "" {
+		t.Errorf("sdkLive mismatch (-want +got):\n%s", diff)
 	}
 }
 
