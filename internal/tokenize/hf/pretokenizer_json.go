@@ -55,11 +55,7 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, error) {
 		}
 		b := &byteLevelPre{addPrefixSpace: v.AddPrefixSpace}
 		if v.UseRegex == nil || *v.UseRegex {
-			re, err := compileRegex(gpt2Pattern)
-			if err != nil {
-				return nil, fmt.Errorf("pre_tokenizer ByteLevel: %w", err)
-			}
-			b.re = &splitPre{pat: re, behavior: splitIsolated}
+			b.re = &splitPre{pat: gpt2Scanner{}, behavior: splitIsolated}
 		}
 		return b, nil
 	case "Metaspace":

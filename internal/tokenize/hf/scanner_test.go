@@ -20,6 +20,11 @@ func scannerPairs(t testing.TB) map[string][2]pattern {
 		name := "gpt4_digits" + string(rune('0'+k))
 		out[name] = [2]pattern{gpt4Scanner{maxDigits: k}, re}
 	}
+	gpt2, err := compileRegex(gpt2Pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["gpt2"] = [2]pattern{gpt2Scanner{}, gpt2}
 	for src, sc := range knownScanners {
 		re, err := compileRegex(src)
 		if err != nil {

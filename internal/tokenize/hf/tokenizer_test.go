@@ -184,13 +184,24 @@ func TestCacheTransparent(t *testing.T) {
 // TestConcurrentEncode has 16 goroutines share one tokenizer and its caches;
 // every result must equal the sequential one.
 func TestConcurrentEncode(t *testing.T) {
-	// "tiny" runs its split regex on regexp2; the others use scanners or no
+	// "tiny" runs a split regex on regexp2; the others use scanners or no
 	// regex at all.
+	tinyRegex := strings.Replace(tinyJSON,
+		`"pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}`,
+		`"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+			{"type": "Split", "pattern": {"Regex": "\\s+(?!\\S)|\\s+|\\p{L}+|[^\\s\\p{L}]+"}, "behavior": "Isolated", "invert": false},
+			{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}]}`, 1)
 	for _, fam := range []string{"llama3_1", "llama2", "tiny"} {
 		t.Run(fam, func(t *testing.T) {
 			load := func(cfg Config) (*Tokenizer, error) {
 				if fam == "tiny" {
-					return New([]byte(tinyJSON), cfg)
+					tk, err := New([]byte(tinyRegex), cfg)
+					if err == nil {
+						if _, ok := tk.pre.(preSequence)[0].(*splitPre).pat.(*regex); !ok {
+							t.Fatal("tiny tokenizer does not use regexp2")
+						}
+					}
+					return tk, err
 				}
 				return LoadWithConfig(fixtureDir(t, fam), cfg)
 			}
