@@ -8,7 +8,9 @@
 //  2. every other segment is normalized (NFC, NFKC, Prepend, Replace, ...) and
 //     split again on added tokens whose "normalized" flag is true;
 //  3. each remaining piece is pre-tokenized (Split with a regex that may use
-//     lookahead, run by github.com/dlclark/regexp2; ByteLevel; Metaspace; ...);
+//     lookahead, run by github.com/dlclark/regexp2 or, for the common model
+//     families' patterns, by hand-written scanners checked against it;
+//     ByteLevel; Metaspace; Digits; ...);
 //  4. each word goes through the model (BPE with merge ranks, ignore_merges,
 //     byte_fallback, unk fusing);
 //  5. the post-processor (TemplateProcessing, ByteLevel, Sequence, ...) adds
@@ -21,6 +23,9 @@
 // Because step 1 cuts the text into independent segments, the ids of a segment
 // depend on nothing else; Encode keeps a byte-bounded LRU cache of segment ids
 // and of BPE word ids, so a repeated system prompt is not tokenized again.
+//
+// Config.Transformers switches the special tokens Encode adds to the ones
+// Hugging Face transformers adds (and so the engines), where the two differ.
 //
 // A Tokenizer is safe for concurrent use by multiple goroutines.
 //
