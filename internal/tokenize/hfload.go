@@ -6,12 +6,14 @@ import (
 	"github.com/inferrail/inferrail/internal/tokenize/hf"
 )
 
-// loadHF loads tokenizer.json (and its configs) from a model directory.
+// loadHF loads tokenizer.json (and its configs) from a model directory. The
+// special tokens added to completions are the ones transformers adds, as vLLM
+// uses transformers to load tokenizers (hf.Config.Transformers).
 // cacheBytes bounds the tokenizer's cache of segment ids (the text between
 // special tokens, such as a shared system prompt): 0 means the default, a
 // negative value turns it off.
 func loadHF(dir string, cacheBytes int64) (Encoder, error) {
-	t, err := hf.LoadWithConfig(dir, hf.Config{SegmentCacheBytes: cacheBytes})
+	t, err := hf.LoadWithConfig(dir, hf.Config{SegmentCacheBytes: cacheBytes, Transformers: true})
 	if err != nil {
 		return nil, err
 	}
