@@ -71,10 +71,11 @@ const (
 	gridAlpha                          = 40
 )
 
-// palette is the colour of series i (colour-blind-friendly Okabe–Ito).
+// palette is the colour of series i (Okabe–Ito, colour-blind friendly, then four more).
 var palette = []color.RGBA{
 	{0, 114, 178, 255}, {230, 159, 0, 255}, {0, 158, 115, 255}, {204, 121, 167, 255},
 	{86, 180, 233, 255}, {213, 94, 0, 255}, {240, 228, 66, 255}, {0, 0, 0, 255},
+	{136, 136, 136, 255}, {120, 28, 129, 255}, {25, 80, 40, 255}, {170, 110, 40, 255},
 }
 
 // refColours are the colours of reference lines.

@@ -223,7 +223,7 @@ func hitRate(groups []*Group) (BarChart, bool) {
 }
 
 func p99VsLoad(groups []*Group) (LineChart, bool) {
-	lc := LineChart{Title: "p99 TTFT against load", XLabel: "load (× base arrival rate)", YLabel: "p99 TTFT (ms)", Markers: true}
+	lc := LineChart{Title: "p99 TTFT against load", XLabel: "load (x base arrival rate)", YLabel: "p99 TTFT (ms)", Markers: true}
 	byPolicy := map[string][][2]float64{}
 	var order []string
 	for _, g := range groups {
@@ -352,13 +352,15 @@ func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 			writeRow(&sb, g)
 		}
 	}
+	sb.WriteString("\n† send lag p99 above 100 ms: the load generator itself stalled (other work on the machine) during this run, so its tail latencies " +
+		"include the stall; compare such rows by their medians and hit rates.\n")
 	if b := first.Bounds; b != nil {
 		fmt.Fprintf(&sb, "\n## Bounds of the request sequence\n\n%d replicas × %d blocks of %d tokens (first run's sequence; every run with the same seed sends the same prompts for W1, W6 and traces):\n\n", b.Replicas, b.CacheBlocks, b.BlockSize)
 		sb.WriteString("| bound | hit rate | meaning |\n|---|---|---|\n")
 		fmt.Fprintf(&sb, "| H_inf | %.3f | infinite single cache: no routing and no memory can beat it |\n", b.HInf)
 		fmt.Fprintf(&sb, "| H_pool LRU | %.3f | one LRU cache of the fleet's total capacity: a perfect global cache |\n", b.HPoolLRU)
 		fmt.Fprintf(&sb, "| H_pool Belady | %.3f | the same with clairvoyant eviction: the capacity-limited ceiling |\n", b.HPoolBelady)
-		fmt.Fprintf(&sb, "| oracle | %.3f | exact-state router over per-replica LRU caches, lowest estimated TTFT (est. TTFT p50 %.0f ms, p99 %.0f ms, prefill only) |\n", b.HOracle, b.OracleTTFT.P50, b.OracleTTFT.P99)
+		fmt.Fprintf(&sb, "| oracle | %.3f | offline replay: an exact-state router over per-replica LRU caches that picks the lowest estimated TTFT (FIFO prefill queue + uncached prefill); a reference, not a bound, since it gives up hits to avoid queues (est. TTFT p50 %.0f ms, p99 %.0f ms, prefill only) |\n", b.HOracle, b.OracleTTFT.P50, b.OracleTTFT.P99)
 	}
 	sb.WriteString("\n## Charts\n\n")
 	for _, name := range []string{ChartTTFTCDF, ChartHitRate, ChartP99VsLoad, ChartHitBalancers} {
@@ -370,6 +372,10 @@ func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 	_, err := io.WriteString(w, sb.String())
 	return err
 }
+
+// stallLagMS is the send-lag p99 above which a run is flagged: the client
+// machine stalled, so latencies below about this much are not the fleet's.
+const stallLagMS = 100
 
 func writeRow(sb *strings.Builder, g *Group) {
 	m := g.mean
@@ -406,8 +412,12 @@ func writeRow(sb *strings.Builder, g *Group) {
 	if shareHi > 0 {
 		share = fmt.Sprintf("%.2f–%.2f", shareLo, shareHi)
 	}
+	label := g.Label
+	if s(func(x bench.Summary) float64 { return x.SendLag.P99 }) > stallLagMS {
+		label += " †"
+	}
 	fmt.Fprintf(sb, "| %s | %.0f | %.0f | %.0f | %s | %.1f | %.1f | %.0f | %.0f | %.2f | %.1f | %.3f | %.3f | %s | %s | %s | %s | %.1f | %s |\n",
-		g.Label, s(func(x bench.Summary) float64 { return float64(x.Requests) }), s(func(x bench.Summary) float64 { return float64(x.Failed) }),
+		label, s(func(x bench.Summary) float64 { return float64(x.Requests) }), s(func(x bench.Summary) float64 { return float64(x.Failed) }),
 		s(func(x bench.Summary) float64 { return x.TTFT.P50 }), p99, s(func(x bench.Summary) float64 { return x.TPOT.P50 }),
 		s(func(x bench.Summary) float64 { return x.ITL.P99 }), s(func(x bench.Summary) float64 { return x.E2E.P99 }),
 		s(func(x bench.Summary) float64 { return x.OutputTokensPerSec }), s(func(x bench.Summary) float64 { return x.Goodput }),
