@@ -238,6 +238,10 @@ func (c Config) memberlistConfig() *memberlist.Config {
 	} else {
 		mc = memberlist.DefaultLANConfig()
 	}
+	// Our messages (random summary keys, tiny announcements) do not
+	// compress, and memberlist's LZW cost a quarter of the CPU in the scale
+	// test (docs/adr/0002-gossip-dissemination.md).
+	mc.EnableCompression = false
 	mc.Name = c.NodeName
 	mc.BindAddr = c.BindAddr
 	mc.BindPort = c.BindPort

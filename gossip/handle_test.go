@@ -136,9 +136,11 @@ func TestMetaUpdates(t *testing.T) {
 	if m := n.Meta(); m.Engine != "vllm" || len(m.Models) != 2 {
 		t.Fatalf("UpdateMeta: %+v", m)
 	}
-	self := n.Fleet().Snapshot().Member("meta")
-	if self == nil || self.Meta.Engine != "vllm" {
-		t.Fatalf("fleet's self entry: %+v", self)
+	if !waitFor(t, 5*time.Second, func() bool {
+		self := n.Fleet().Snapshot().Member("meta")
+		return self != nil && self.Meta.Engine == "vllm"
+	}) {
+		t.Fatalf("fleet's self entry: %+v", n.Fleet().Snapshot().Member("meta"))
 	}
 	if err := n.UpdateMeta(func(m *Meta) { m.Version = strings.Repeat("v", 600) }); !errors.Is(err, ErrMetaTooLarge) {
 		t.Fatalf("oversized metadata: %v", err)

@@ -43,11 +43,12 @@ type Node struct {
 	ml    *memberlist.Memberlist
 	fleet *Fleet
 
-	metaMu  sync.Mutex // serializes SetMeta
-	meta    atomic.Pointer[Meta]
-	metaEnc atomic.Pointer[[]byte]
-	load    atomic.Pointer[Load]
-	src     atomic.Pointer[sourceBox]
+	metaMu    sync.Mutex    // serializes UpdateMeta
+	metaDirty chan struct{} // signals metaLoop
+	meta      atomic.Pointer[Meta]
+	metaEnc   atomic.Pointer[[]byte]
+	load      atomic.Pointer[Load]
+	src       atomic.Pointer[sourceBox]
 
 	inbox chan []byte
 
@@ -81,6 +82,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error)
 		inbox:       make(chan []byte, cfg.InboxSize),
 		snapPending: make(map[string]bool),
 		snapWake:    make(chan struct{}, 1),
+		metaDirty:   make(chan struct{}, 1),
 		snapSentAt:  make(map[string]time.Time),
 		stopped:     make(chan struct{}),
 	}
@@ -182,8 +184,8 @@ func (n *Node) SetMeta(m Meta) error {
 }
 
 // UpdateMeta changes the node's metadata with f, atomically with respect to
-// other updates, and gossips the result. f gets a copy it may modify; Role
-// is restored after it.
+// other updates. f gets a copy it may modify; Role is restored after it. It
+// does not wait: Run gossips the new metadata in the background.
 func (n *Node) UpdateMeta(f func(*Meta)) error {
 	n.metaMu.Lock()
 	defer n.metaMu.Unlock()
@@ -197,10 +199,29 @@ func (n *Node) UpdateMeta(f func(*Meta)) error {
 	}
 	n.meta.Store(&m)
 	n.metaEnc.Store(&enc)
-	if err := n.ml.UpdateNode(0); err != nil {
-		return fmt.Errorf("gossip: update node: %w", err)
+	select {
+	case n.metaDirty <- struct{}{}:
+	default: // an update is already pending; it will read the latest
 	}
 	return nil
+}
+
+// metaLoop gossips metadata changes. memberlist's UpdateNode blocks until
+// the alive message is broadcast, so it runs here, never under a lock or on
+// the dissemination path.
+func (n *Node) metaLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.metaDirty:
+		}
+		if err := n.ml.UpdateNode(n.cfg.LeaveTimeout); err != nil {
+			// The new metadata is in place; push/pull and later alive
+			// messages carry it even if this broadcast was slow.
+			n.log.Debug("metadata broadcast not confirmed", "err", err)
+		}
+	}
 }
 
 // Run joins the seeds (retrying with backoff, resolving DNS names again each
@@ -218,6 +239,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.tickLoop(ctx) })
 	wg.Go(func() { n.snapshotLoop(ctx) })
 	wg.Go(func() { n.joinLoop(ctx) })
+	wg.Go(func() { n.metaLoop(ctx) })
 	select {
 	case <-ctx.Done():
 		if err := n.Leave(); err != nil {
