@@ -95,8 +95,8 @@ type scaleResult struct {
 
 // runScale starts sidecars and balancers on the in-memory transport with
 // encryption on and the LAN timing profile, waits until every balancer holds
-// every sidecar's summary, then has each sidecar add rate new blocks per
-// second for duration. Freshness is measured from a block's addition on the
+// every sidecar's summary and 15 s more for join-time gossip to drain, then
+// has each sidecar add rate new blocks per second for duration. Freshness is measured from a block's addition on the
 // sidecar until the last balancer applied the delta carrying it.
 func runScale(tb testing.TB, sidecars, balancers, rate int, duration time.Duration) scaleResult {
 	var res scaleResult
@@ -159,6 +159,11 @@ func runScale(tb testing.TB, sidecars, balancers, rate int, duration time.Durati
 		tb.Fatal("balancers did not get every summary within 120s")
 	}
 	res.summariesAt = time.Since(t0)
+	// Let the join-time gossip drain (every node's alive message, and the
+	// metadata update each sidecar made when its summary source was set, are
+	// retransmitted 4 x log10(N) times): measure the steady state.
+	settleIn := time.NewTimer(15 * time.Second)
+	<-settleIn.C
 	out := func(i int) float64 {
 		return counter(regs[i], "inferrail_gossip_transport_bytes_total", map[string]string{"dir": "out"})
 	}
