@@ -29,15 +29,15 @@ const Done = "[DONE]"
 // leading BOM, one optional space after the colon, events dispatched on a
 // blank line and only with data). A Decoder is not safe for concurrent use.
 type Decoder struct {
-	line     []byte
-	started  bool // past the optional BOM
-	bom      int  // BOM bytes matched so far
-	afterCR  bool // the previous byte was a CR ending a line
-	data     []byte
-	hasData  bool
-	evType   string
-	lastID   string
-	maxLine  int
+	line    []byte
+	started bool // past the optional BOM
+	bom     int  // BOM bytes matched so far
+	afterCR bool // the previous byte was a CR ending a line
+	data    []byte
+	hasData bool
+	evType  string
+	lastID  string
+	maxLine int
 }
 
 // ErrLineTooLong is returned when a line exceeds the decoder's limit.
