@@ -1,11 +1,11 @@
 #!/bin/sh
 # Regenerates the committed benchmark results and reports for the default
-# setup (about 25 minutes). Run after `make build`.
+# setup (about 30 minutes). Run after `make build`.
 #
 # W1 (bench/results, bench/report): 64 system prompts of 3,072 tokens under
-# cache pressure, 4 simulated replicas of 4,096 blocks, every policy on its
+# cache pressure, 4 simulated replicas of 4,096 blocks, 24 requests/s, every policy on its
 # own cold fleet, nginx round robin and least_conn in front of the same
-# simulators, a load sweep (0.5x and 1.5x) for round_robin and cost_model, and
+# simulators, a load sweep (0.5x to 3x) for round_robin and cost_model, and
 # cost_model behind 2 and 4 balancers.
 #
 # Mooncake (bench/results/mooncake, bench/report/mooncake): the first minute
@@ -32,7 +32,7 @@ for w in ${WORKLOADS:-W1 mooncake}; do
 			--replicas 4 --num-gpu-blocks 4096 \
 			--policies round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model \
 			--nginx round_robin,least_conn \
-			--load-factors 0.5,1.5 --load-policies round_robin,cost_model \
+			--load-factors 0.5,1.5,2,3 --load-policies round_robin,cost_model \
 			--balancer-counts 2,4 --balancer-policy cost_model \
 			--repetitions "$REPS" --out bench/results --report ""
 		"$BIN" bench report --results bench/results --out bench/report \
