@@ -12,6 +12,7 @@ import (
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/proxy"
 	"github.com/inferrail/inferrail/balancer/route"
+	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/openai"
 	"github.com/inferrail/inferrail/internal/tokenize"
@@ -31,7 +32,14 @@ type scratch struct {
 	exclude []int
 	tried   []*fleet.Replica
 	full    []*fleet.Replica
+	// prompt is the request's hashes prepared for the replicas' summaries
+	// (route.Request.Prompt), reused across requests.
+	prompt summary.Prompt
 }
+
+// maxPooledPromptBlocks bounds the prepared prompt a pooled scratch keeps
+// (about 64 bytes a block): a rare huge prompt does not pin its buffers.
+const maxPooledPromptBlocks = 8192
 
 func (b *Balancer) getScratch() *scratch {
 	if s, ok := b.scratch.Get().(*scratch); ok {
@@ -45,6 +53,9 @@ func (b *Balancer) putScratch(s *scratch) {
 	clear(s.tried)
 	clear(s.full)
 	s.tried, s.full = s.tried[:0], s.full[:0]
+	if s.prompt.Len() > maxPooledPromptBlocks {
+		s.prompt = summary.Prompt{}
+	}
 	b.scratch.Put(s)
 }
 
@@ -157,6 +168,12 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			last.Body.Close()
 		}
 	}()
+	// The prompt is prepared for the summaries once, for every attempt.
+	var prep route.PreparedPrompt
+	if len(rq.hashes) > 0 && route.UsesPrefixIndex(m.policy) {
+		sc.prompt.Reset(rq.hashes, summary.DefaultHashFuncs)
+		prep = &sc.prompt
+	}
 	attempt := 0
 	for {
 		if attempt > 0 {
@@ -187,7 +204,7 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			}
 		}
 		req := route.Request{Model: m.cfg.Name, Hashes: rq.hashes, BlockSize: m.cfg.BlockSize,
-			PromptTokens: rq.tokens, Now: now, Exclude: sc.exclude}
+			PromptTokens: rq.tokens, Now: now, Exclude: sc.exclude, Prompt: prep}
 		idx, d, err := m.policy.Pick(&req, sc.cands, sc.rs)
 		b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name()).Observe(time.Since(t0).Seconds())
 		if err != nil && len(sc.tried) > 0 {

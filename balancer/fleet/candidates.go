@@ -69,3 +69,16 @@ type gpuView summary.View
 func (g *gpuView) LongestPrefix(hashes []kvblock.Hash) int {
 	return (*summary.View)(g).LongestPrefix(hashes, summary.MediumGPU)
 }
+
+// LongestPrefixOf answers from a prepared *summary.Prompt (route.PromptIndex):
+// the same result as LongestPrefix, without hashing or allocating. Any other
+// kind of preparation is declined.
+func (g *gpuView) LongestPrefixOf(p route.PreparedPrompt) (int, bool) {
+	sp, ok := p.(*summary.Prompt)
+	if !ok || sp == nil {
+		return 0, false
+	}
+	return (*summary.View)(g).LongestPrefixOf(sp, summary.MediumGPU), true
+}
+
+var _ route.PromptIndex = (*gpuView)(nil)

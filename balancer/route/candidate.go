@@ -16,6 +16,29 @@ type PrefixIndex interface {
 	LongestPrefix(hashes []kvblock.Hash) (blocks int)
 }
 
+// PreparedPrompt is a request's block hashes prepared once for every
+// candidate's index (gossip/summary.Prompt, with its bloom positions
+// computed, satisfies it). route never looks inside it: it hands it to the
+// indexes that implement PromptIndex. It must not change while a decision
+// reads it.
+type PreparedPrompt interface {
+	// Len returns the number of blocks prepared.
+	Len() int
+}
+
+// PromptIndex is an optional ability of a PrefixIndex: answering from a
+// prompt prepared once per request (Request.Prompt) instead of from the raw
+// hashes, so that asking many candidates hashes the prompt once and
+// allocates nothing per candidate. Like LongestPrefix it is called
+// concurrently on the request path and must not block.
+type PromptIndex interface {
+	PrefixIndex
+	// LongestPrefixOf returns LongestPrefix of the hashes p was prepared
+	// from, and true; or false when p is not a kind of preparation the
+	// index understands (the policy then calls LongestPrefix).
+	LongestPrefixOf(p PreparedPrompt) (blocks int, ok bool)
+}
+
 // Load is a replica's load as its sidecar last reported it over the gossip.
 type Load struct {
 	// Known reports whether a report has been received at all.

@@ -178,3 +178,14 @@ func (b *base) now(req *Request) time.Time {
 	}
 	return req.Now
 }
+
+// UsesPrefixIndex reports whether p asks the candidates' PrefixIndex
+// (kv_aware and cost_model do; the cache-blind policies and prefix_hash do
+// not), so that a caller prepares Request.Prompt only when it pays off.
+func UsesPrefixIndex(p Policy) bool {
+	switch p.(type) {
+	case *kvAware, *costModel:
+		return true
+	}
+	return false
+}

@@ -1,6 +1,10 @@
 package route
 
-import "time"
+import (
+	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
+)
 
 // predict fills s.cached with the predicted cached prompt tokens of every
 // candidate (-1 where not eligible) and reports whether the stale-summary
@@ -27,13 +31,17 @@ func (b *base) predict(req *Request, cands []Candidate, s *Scratch, now time.Tim
 	if b.overlay != nil && len(hashes) > 0 {
 		s.hits = b.overlay.lookup(req.Hashes, now, s.hits)
 	}
+	prep := req.Prompt
+	if prep != nil && prep.Len() != len(req.Hashes) {
+		prep = nil
+	}
 	unknown := false
 	for _, i := range s.elig {
 		c := &cands[i]
 		blocks := 0
 		if len(hashes) > 0 && (c.BlockSize == 0 || c.BlockSize == bs) {
 			if b.summaryFresh(c, now, bs) {
-				blocks = min(c.Prefix.LongestPrefix(hashes), len(hashes))
+				blocks = longestPrefix(c.Prefix, prep, hashes)
 			} else {
 				unknown = true
 			}
@@ -64,6 +72,22 @@ func (b *base) predict(req *Request, cands []Candidate, s *Scratch, now time.Tim
 	own := int32(min(b.cfg.PrefixBlocks, len(hashes)) * bs)
 	s.cached[i] = max(s.cached[i], own)
 	return true
+}
+
+// longestPrefix asks idx how many leading blocks of hashes it holds, through
+// the prepared prompt when there is one and idx understands it. prep was
+// prepared from the whole prompt, which may be longer than hashes (the last
+// token is never cached), so its answer is capped the same way: a walk that
+// stops at the first miss gives min(longest of the whole, len(hashes)).
+func longestPrefix(idx PrefixIndex, prep PreparedPrompt, hashes []kvblock.Hash) int {
+	if prep != nil {
+		if pi, ok := idx.(PromptIndex); ok {
+			if n, ok := pi.LongestPrefixOf(prep); ok {
+				return min(n, len(hashes))
+			}
+		}
+	}
+	return min(idx.LongestPrefix(hashes), len(hashes))
 }
 
 // grow returns a slice of length n reusing buf's storage when it can.

@@ -12,6 +12,11 @@ type Request struct {
 	Model string
 	// Hashes are the chained block hashes of the prompt (kvblock.Hashes).
 	Hashes []kvblock.Hash
+	// Prompt, when set, is Hashes prepared once for the candidates' indexes
+	// (see PromptIndex); it must have been prepared from exactly Hashes (a
+	// Prompt whose Len differs from len(Hashes) is ignored). Nil: every
+	// index is asked with Hashes.
+	Prompt PreparedPrompt
 	// BlockSize is the block size Hashes were computed with (0: 16).
 	BlockSize int
 	// PromptTokens is the prompt length in tokens (0: len(Hashes)×BlockSize).
