@@ -14,6 +14,8 @@ import (
 
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/enginesim"
+	"github.com/inferrail/inferrail/internal/openai"
+	"github.com/inferrail/inferrail/internal/tokenize"
 )
 
 // startSim runs an in-process zero-latency simulator and returns its URL.
@@ -190,7 +192,9 @@ func newBenchBalancer(b *testing.B, cfg Config) (*Balancer, *httptest.Server) {
 // BenchmarkDecide is the routing work of one chat request without the HTTP
 // hops: body fields, tokenization (builtin:sim, piece cache warm), block
 // hashes, candidates from the fleet snapshot and the cost_model pick over 8
-// replicas.
+// replicas. body=once is the request path (the tokenizer decodes the body
+// and the fields are read from that); body=twice is the former path, kept
+// for comparison: parseFields, then the tokenizer decodes the bytes again.
 func BenchmarkDecide(b *testing.B) {
 	cfg := testConfig()
 	for i := range 8 {
@@ -204,17 +208,8 @@ func BenchmarkDecide(b *testing.B) {
 	body := []byte(fmt.Sprintf(`{"model":"m","messages":[{"role":"system","content":%q},{"role":"user","content":"hi"}],"max_tokens":1}`, prompt))
 	m := bal.models.lookup("m", true)
 	sc := bal.getScratch()
-	b.ReportAllocs()
-	for b.Loop() {
-		f, err := parseFields(body)
-		if err != nil || f.Model == nil {
-			b.Fatal(err)
-		}
-		ids, reason := m.tokenizeRequest(true, body)
-		if reason != "" {
-			b.Fatal(reason)
-		}
-		sc.hashes = m.hashes(sc.hashes[:0], ids, "")
+	pick := func(b *testing.B, ids []uint32, salt string) {
+		sc.hashes = m.hashes(sc.hashes[:0], ids, salt)
 		now := time.Now()
 		set := bal.fleet.Snapshot().Models["m"]
 		sc.cands = set.Candidates(now, sc.cands)
@@ -223,4 +218,38 @@ func BenchmarkDecide(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.Run("body=once", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p, oerr := bal.resolveDecoded(body)
+			if oerr != nil || p.reason != "" {
+				b.Fatal(oerr, p.reason)
+			}
+			pick(b, p.ids, p.salt)
+		}
+	})
+	b.Run("body=twice", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			f, err := parseFields(body)
+			if err != nil || f.Model == nil {
+				b.Fatal(err)
+			}
+			p, err := m.tok.Chat(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pick(b, p.TokenIDs, "")
+		}
+	})
+}
+
+// resolveDecoded is parse's work for a chat body inside the pool, without
+// the pool.
+func (b *Balancer) resolveDecoded(body []byte) (parsed, *openai.Error) {
+	dec, err := tokenize.DecodeBody(body)
+	if err != nil {
+		return parsed{}, openai.BadRequest("", "%v", err)
+	}
+	return b.resolve(kindChat, body, b.fleet.Snapshot(), dec, true)
 }

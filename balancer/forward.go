@@ -15,7 +15,6 @@ import (
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/openai"
-	"github.com/inferrail/inferrail/internal/tokenize"
 )
 
 var jsonMarshal = json.Marshal
@@ -88,71 +87,28 @@ func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
 		reject(oerr)
 		return
 	}
-	f, err := parseFields(body)
-	if err != nil {
-		reject(openai.BadRequest("", "%v", err))
+	p, oerr := b.parse(r.Context(), k, body, b.fleet.Snapshot())
+	if oerr != nil {
+		reject(oerr)
 		return
 	}
-	snap := b.fleet.Snapshot()
-	var name string
-	if f.Model != nil {
-		name = *f.Model
-	} else if name = b.soleModel(snap); name == "" {
-		reject(openai.BadRequest("model", "model is required"))
-		return
-	}
-	m := b.models.lookup(name, snap.Models[name] != nil)
-	if m == nil {
-		reject(openai.ModelNotFound(name))
-		return
-	}
+	m := p.model
 	modelLabel = m.cfg.Name
-	if f.Model == nil || name != m.cfg.Name {
-		if body, err = openai.RewriteModel(body, m.cfg.Name); err != nil {
-			reject(openai.BadRequest("", "%v", err))
-			return
-		}
-	}
-	rq.model, rq.body = m, body
+	rq.model, rq.body = m, p.body
 
 	sc := b.getScratch()
 	defer b.putScratch(sc)
 	if k != kindEmbeddings {
-		var ids []uint32
-		reason := reasonNoTokenizer
-		if m.tok != nil {
-			err := b.pool.Do(r.Context(), len(body), func() { ids, reason = m.tokenizeRequest(k == kindChat, body) })
-			if err != nil {
-				if reason = tokenize.RejectReason(err); reason == "" {
-					reason = reasonError
-				}
-			}
-		}
-		if reason != "" {
-			b.m.unpredicted.WithLabelValues(m.cfg.Name, reason).Inc()
+		if p.reason != "" {
+			b.m.unpredicted.WithLabelValues(m.cfg.Name, p.reason).Inc()
 		} else {
-			salt := ""
-			if f.CacheSalt != nil {
-				salt = *f.CacheSalt
-			}
-			rq.tokens = len(ids)
-			sc.hashes = m.hashes(sc.hashes[:0], ids, salt)
+			rq.tokens = len(p.ids)
+			sc.hashes = m.hashes(sc.hashes[:0], p.ids, p.salt)
 			rq.hashes = sc.hashes
-			b.m.promptTokens.WithLabelValues(m.cfg.Name).Observe(float64(len(ids)))
+			b.m.promptTokens.WithLabelValues(m.cfg.Name).Observe(float64(len(p.ids)))
 		}
 	}
 	b.attempts(w, r, &rq, sc)
-}
-
-// soleModel returns the only model there is, or "".
-func (b *Balancer) soleModel(snap *fleet.Snapshot) string {
-	if len(b.cfg.Models) == 1 {
-		return b.cfg.Models[0].Name
-	}
-	if len(b.cfg.Models) == 0 && len(snap.ModelNames) == 1 {
-		return snap.ModelNames[0]
-	}
-	return ""
 }
 
 // attempts picks a replica and proxies the request, moving it to another

@@ -28,6 +28,10 @@ type models struct {
 	cfg   *Config
 	byKey map[string]*model // name or alias → model
 
+	// tokenizes reports whether some configured model has a tokenizer
+	// (automatic models never do).
+	tokenizes bool
+
 	mu   sync.Mutex // protects auto
 	auto map[string]*model
 }
@@ -52,6 +56,7 @@ func newModels(cfg *Config, reg prometheus.Registerer) (*models, error) {
 				return nil, fmt.Errorf("model %s: load tokenizer: %w", mc.Name, err)
 			}
 			m.tok = tok
+			ms.tokenizes = true
 		}
 		ms.byKey[mc.Name] = m
 		for _, a := range mc.Aliases {
@@ -94,20 +99,24 @@ const (
 	reasonError       = "error"
 )
 
-// tokenizeRequest returns the prompt token ids of a chat or completions
-// body, or the reason it has none.
-func (m *model) tokenizeRequest(chat bool, body []byte) ([]uint32, string) {
+// tokenizeRequest returns the prompt token ids of a decoded chat or
+// completions body, or the reason it has none (a nil body is one the
+// tokenizer could not decode).
+func (m *model) tokenizeRequest(chat bool, body *tokenize.Body) ([]uint32, string) {
 	if m.tok == nil {
 		return nil, reasonNoTokenizer
 	}
+	if body == nil {
+		return nil, reasonUnsupported
+	}
 	if chat {
-		p, err := m.tok.Chat(body)
+		p, err := m.tok.ChatBody(body)
 		if err != nil {
 			return nil, errReason(err)
 		}
 		return p.TokenIDs, ""
 	}
-	ps, err := m.tok.Completion(body)
+	ps, err := m.tok.CompletionBody(body)
 	if err != nil {
 		return nil, errReason(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferrail/inferrail/internal/tokenize"
 )
 
 func TestParseFields(t *testing.T) {
@@ -50,6 +52,33 @@ func FuzzParseFields(f *testing.F) {
 		got, err := parseFields(b)
 		if err != nil && (got.Model != nil || got.CacheSalt != nil) {
 			t.Errorf("error %v with fields %+v", err, got)
+		}
+	})
+}
+
+// FuzzFieldsOfDecodedBody: where the tokenizer can decode a body, the fields
+// read from its decoded form are exactly what parseFields reads from the
+// bytes (values and errors), so decoding once changes no routing.
+func FuzzFieldsOfDecodedBody(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m"}`, `{"model":"a","model":"b","cache_salt":"x"}`, `[]`, `{"model":5}`,
+		"{\"model\":\"\xff\"}", `{"model":null,"cache_salt":null}`, `{"model":"m\u00e9\n","x":[1,{"model":2}]}`,
+		`{"Model":"a"}`, `{"cache_salt":{}}`, ` {"model":"m"} `, `{"model":"\ud800"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dec, err := tokenize.DecodeBody(b)
+		if err != nil {
+			return // parse falls back to parseFields itself
+		}
+		want, werr := parseFields(b)
+		got, gerr := fieldsOf(dec, b)
+		if (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
+			t.Fatalf("errors differ: parseFields %v, fieldsOf %v", werr, gerr)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("fields differ (-parseFields +fieldsOf):\n%s", diff)
 		}
 	})
 }

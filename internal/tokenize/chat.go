@@ -43,16 +43,9 @@ type chatRequest struct {
 	addSpecialTokens bool
 }
 
-// prepareChat parses body and prepares it as vLLM does before it calls
-// transformers' apply_chat_template.
-func (m *Model) prepareChat(body []byte) (*chatRequest, error) {
-	root, err := decodeJSON(body)
-	if err != nil {
-		return nil, &RequestError{Err: err}
-	}
-	if !root.IsDict() {
-		return nil, badRequest("the body is not a JSON object")
-	}
+// prepareChat prepares a decoded body (a dict) as vLLM does before it calls
+// transformers' apply_chat_template. It does not modify root.
+func (m *Model) prepareChat(root jinja.Value) (*chatRequest, error) {
 	msgsV, ok := dictGet(root, "messages")
 	if !ok || !msgsV.IsList() {
 		return nil, badRequest("messages must be a list")

@@ -12,14 +12,19 @@ import (
 // each becomes one Prompt. Text is encoded with the tokenizer's special
 // tokens (BOS, ...) unless the request sets add_special_tokens to false, as
 // vLLM does. A token-id prompt is returned as given, with an empty Text.
+//
+// A caller that also needs fields of the body decodes it once with
+// DecodeBody and calls CompletionBody instead.
 func (m *Model) Completion(body []byte) ([]Prompt, error) {
-	root, err := decodeJSON(body)
+	b, err := DecodeBody(body)
 	if err != nil {
-		return nil, &RequestError{Err: err}
+		return nil, err
 	}
-	if !root.IsDict() {
-		return nil, badRequest("the body is not a JSON object")
-	}
+	return m.completion(b.root)
+}
+
+// completion is Completion for a decoded body (a dict).
+func (m *Model) completion(root jinja.Value) ([]Prompt, error) {
 	add, err := boolField(root, "add_special_tokens", true)
 	if err != nil {
 		return nil, err

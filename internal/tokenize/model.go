@@ -143,14 +143,19 @@ func (m *Model) HasChatTemplate() bool { return m.sim || m.templates != nil }
 // engine would build, and tokenizes it without special tokens unless the
 // request sets add_special_tokens. A request the engine would reject
 // returns a *RequestError.
+//
+// A caller that also needs fields of the body decodes it once with
+// DecodeBody and calls ChatBody instead.
 func (m *Model) Chat(body []byte) (Prompt, error) {
-	if m.sim {
-		return m.simChat(body)
-	}
-	req, err := m.prepareChat(body)
+	b, err := DecodeBody(body)
 	if err != nil {
 		return Prompt{}, err
 	}
+	return m.ChatBody(b)
+}
+
+// encodeChat renders a prepared chat request and tokenizes it.
+func (m *Model) encodeChat(req *chatRequest) (Prompt, error) {
 	text, err := req.render()
 	if err != nil {
 		return Prompt{}, err
@@ -164,11 +169,15 @@ func (m *Model) Chat(body []byte) (Prompt, error) {
 
 // RenderChat renders a chat request without tokenizing it.
 func (m *Model) RenderChat(body []byte) (string, error) {
+	b, err := DecodeBody(body)
+	if err != nil {
+		return "", err
+	}
 	if m.sim {
-		p, err := m.simChat(body)
+		p, err := m.simChat(b.root)
 		return p.Text, err
 	}
-	req, err := m.prepareChat(body)
+	req, err := m.prepareChat(b.root)
 	if err != nil {
 		return "", err
 	}

@@ -1,20 +1,15 @@
 package tokenize
 
 import (
+	"github.com/ardanlabs/jinja"
+
 	"github.com/inferrail/inferrail/internal/tokenize/simtok"
 )
 
 // simChat renders a chat request in the builtin:sim chat format: the same
 // request parsing as a real model (content parts joined with newlines),
-// then simtok.RenderChat.
-func (m *Model) simChat(body []byte) (Prompt, error) {
-	root, err := decodeJSON(body)
-	if err != nil {
-		return Prompt{}, &RequestError{Err: err}
-	}
-	if !root.IsDict() {
-		return Prompt{}, badRequest("the body is not a JSON object")
-	}
+// then simtok.RenderChat. root is a decoded body (a dict).
+func (m *Model) simChat(root jinja.Value) (Prompt, error) {
 	msgsV, ok := dictGet(root, "messages")
 	if !ok || !msgsV.IsList() {
 		return Prompt{}, badRequest("messages must be a list")

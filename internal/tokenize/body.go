@@ -1,0 +1,63 @@
+package tokenize
+
+import (
+	"fmt"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// Body is a chat or completions request body decoded once, so that a caller
+// that needs some of its fields (the balancer reads model and cache_salt)
+// and its prompt does not decode it twice: DecodeBody, then String for the
+// fields, then ChatBody or CompletionBody for the prompt. Tokenizing a Body
+// does not change it, so it may be tokenized more than once, and its methods
+// are safe for concurrent use.
+type Body struct {
+	root jinja.Value // a dict
+}
+
+// DecodeBody decodes a request body that must be a JSON object, keeping key
+// order; a repeated key keeps its last value and invalid UTF-8 in strings
+// becomes U+FFFD, as in Python's json module and encoding/json. A body the
+// engine would reject returns a *RequestError.
+func DecodeBody(body []byte) (*Body, error) {
+	root, err := decodeJSON(body)
+	if err != nil {
+		return nil, &RequestError{Err: err}
+	}
+	if !root.IsDict() {
+		return nil, badRequest("the body is not a JSON object")
+	}
+	return &Body{root: root}, nil
+}
+
+// String returns the top-level field name as a string. ok is false when the
+// field is absent or null; err is non-nil (and names the field) when it
+// holds anything but a string.
+func (b *Body) String(name string) (s string, ok bool, err error) {
+	v, present := dictGet(b.root, name)
+	switch {
+	case !present || v.IsNone():
+		return "", false, nil
+	case !v.IsString():
+		return "", false, fmt.Errorf("%s must be a string", name)
+	}
+	return v.AsString(), true, nil
+}
+
+// ChatBody is Chat for a decoded body.
+func (m *Model) ChatBody(b *Body) (Prompt, error) {
+	if m.sim {
+		return m.simChat(b.root)
+	}
+	req, err := m.prepareChat(b.root)
+	if err != nil {
+		return Prompt{}, err
+	}
+	return m.encodeChat(req)
+}
+
+// CompletionBody is Completion for a decoded body.
+func (m *Model) CompletionBody(b *Body) ([]Prompt, error) {
+	return m.completion(b.root)
+}
