@@ -14,6 +14,11 @@
 // documents. The text is then encoded without special tokens (chat) or with
 // them (completions) by the Hugging Face tokenizer in package hf.
 //
+// A caller that also needs fields of the body (the balancer reads model and
+// cache_salt) decodes it once with DecodeBody, reads them with Body.String,
+// and tokenizes the same decoded form with ChatBody or CompletionBody; Chat
+// and Completion are those steps for raw bytes.
+//
 // The tokenizer caches the ids of repeated prompt pieces (the text between
 // special tokens: a shared system prompt, a tool list, a document) in a
 // byte-bounded LRU (Options.CacheBytes), exported as metrics by Load.

@@ -34,3 +34,25 @@ func ExamplePool_Do() {
 	}
 	// Output: "<|start|>user\nhi<|end|>\n<|start|>assistant\n": 11 tokens
 }
+
+// Decode the body once: read the fields the router needs, then tokenize the
+// same decoded form.
+func ExampleDecodeBody() {
+	m, err := tokenize.Load(tokenize.SimSpec, tokenize.Options{})
+	if err != nil {
+		panic(err)
+	}
+	body := []byte(`{"model": "m", "cache_salt": "tenant-7", "messages": [{"role": "user", "content": "hi"}]}`)
+	b, err := tokenize.DecodeBody(body)
+	if err != nil {
+		panic(err)
+	}
+	model, _, _ := b.String("model")
+	salt, _, _ := b.String("cache_salt")
+	p, err := m.ChatBody(b)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%s %s %d tokens\n", model, salt, len(p.TokenIDs))
+	// Output: m tenant-7 11 tokens
+}

@@ -134,3 +134,19 @@ func pickBloom(b *testing.B, name string, n int, prepared bool, hs []kvblock.Has
 		}
 	}
 }
+
+// BenchmarkPromptReset measures preparing a 2k-token prompt (128 blocks)
+// for the summaries, once per request: the fixed cost of path=prompt above.
+func BenchmarkPromptReset(b *testing.B) {
+	seed := kvblock.NewSeed("m", "", "")
+	tokens := make([]uint32, 128*16)
+	for i := range tokens {
+		tokens[i] = uint32(i * 7919)
+	}
+	hs := kvblock.Hashes(nil, seed, tokens, 16)
+	var p summary.Prompt
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Reset(hs, summary.DefaultHashFuncs)
+	}
+}
