@@ -146,3 +146,40 @@ func TestPickSameWithPreparedPrompt(t *testing.T) {
 		}
 	}
 }
+
+// With a prepared prompt, a cache-aware decision over real summaries
+// allocates nothing: the per-candidate probes hash nothing and allocate
+// nothing (preparing the prompt is once per request, outside this budget).
+func TestPreparedPickAllocatesNothing(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	hs := randomPrompt(r, 128)
+	cs := make([]route.Candidate, 64)
+	for i := range cs {
+		held := 0
+		if i%8 == 3 {
+			held = 64
+		}
+		v := randomView(t, r, 4096, 0.01, 1000, hs, held)
+		cs[i] = route.Candidate{ID: fmt.Sprintf("r%d", i), Models: []string{"m"}, Healthy: true,
+			Own: &route.Counters{}, Prefix: (*gpuView)(v), Load: route.Load{Known: true, Running: i % 5}}
+	}
+	route.Prepare(cs)
+	req := &route.Request{Model: "m", Hashes: hs, BlockSize: 16, PromptTokens: 128 * 16, Now: time.Now(),
+		Prompt: summary.NewPrompt(hs, summary.DefaultHashFuncs)}
+	for _, name := range []string{route.PolicyKVAware, route.PolicyCostModel} {
+		cfg := route.DefaultConfig()
+		cfg.Policy = name
+		pol, err := route.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := route.NewScratch(len(cs))
+		if n := testing.AllocsPerRun(50, func() {
+			if _, _, err := pol.Pick(req, cs, s); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s: %v allocs per Pick with a prepared prompt, want 0", name, n)
+		}
+	}
+}
