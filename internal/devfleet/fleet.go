@@ -117,7 +117,10 @@ func (f *Fleet) start(ctx context.Context) error {
 		simArgs := []string{"sim", "--host", "127.0.0.1", "--port", strconv.Itoa(engine),
 			"--served-model-name", cfg.Model, "--enable-prompt-tokens-details",
 			"--block-size", strconv.Itoa(cfg.BlockSize), "--log-level", cfg.LogLevel,
-			"--kv-events-config", fmt.Sprintf(`{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://127.0.0.1:%d","replay_endpoint":"tcp://127.0.0.1:%d"}`, pub, replay)}
+			// vLLM binds an endpoint only when it has a wildcard ("*" or "::");
+			// "tcp://127.0.0.1:N" would make the simulator connect out, like
+			// the sidecar, and nobody would listen.
+			"--kv-events-config", fmt.Sprintf(`{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:%d","replay_endpoint":"tcp://*:%d"}`, pub, replay)}
 		if cfg.CacheBlocks > 0 {
 			simArgs = append(simArgs, "--num-gpu-blocks-override", strconv.Itoa(cfg.CacheBlocks))
 		}

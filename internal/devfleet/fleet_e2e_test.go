@@ -2,6 +2,7 @@ package devfleet_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -80,6 +81,26 @@ func TestFleetServesBench(t *testing.T) {
 	}
 	if res.Bounds == nil || res.Bounds.HInf <= 0 || s.HitRateUsage > res.Bounds.HInf+1e-9 {
 		t.Errorf("bounds %+v: H_inf must bound the hit rate %v", res.Bounds, s.HitRateUsage)
+	}
+	// Every sidecar follows its engine's KV events (not the approximate set
+	// built from prompts, which misses generated blocks and evictions).
+	for _, r := range f.Replicas {
+		var sum struct {
+			Source   string `json:"source"`
+			Complete bool   `json:"complete"`
+		}
+		resp, err := http.Get(r.SidecarAdmin + "/v1/summary")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&sum)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Source != "exact" || !sum.Complete {
+			t.Errorf("sidecar %s summary source %q complete %v; want exact and complete (KV events flowing)", r.Name, sum.Source, sum.Complete)
+		}
 	}
 	stopped = true
 	if err := f.Stop(); err != nil {
