@@ -47,7 +47,12 @@ fixtures:
 demo: build
 	scripts/demo.sh
 
-# Go micro-benchmarks (figures in docs/benchmarks.md).
+# The committed benchmark results and report (bench/results, bench/report):
+# about 30 minutes on a quiet machine. WORKLOADS="W1" or "mooncake" runs one part.
+bench: build
+	bench/scripts/bench-default.sh
+
+# Go micro-benchmarks (figures in docs/benchmarks-*.md).
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
