@@ -17,8 +17,10 @@ build:
 	$(GO) build -o $(BIN) ./cmd/inferrail
 
 # make test: the suite CI runs. Integration tests start the real binary, which
-# they build themselves.
+# they build themselves. The optional Rust tokenizer backend is type-checked
+# with its build tag (its static library is not available here to link).
 test: fixtures
+	$(GO) vet -tags tokenizers_rust ./internal/tokenize/hf/
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
 # make check: formatting, vet, staticcheck and the race detector.
