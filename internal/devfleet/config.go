@@ -35,6 +35,13 @@ type Config struct {
 	ZeroLatency bool
 	// SimArgs are extra `inferrail sim` flags (latency model).
 	SimArgs []string
+	// ExactState pushes the fleet's state exchange to its limits so the
+	// balancers see (nearly) the engines' true caches and load with no delay:
+	// the exact-state oracle of perf-model.md §4.1(3). Bloom summaries get a
+	// tiny false-positive rate and load and summary deltas are announced
+	// every few milliseconds. It costs gossip bandwidth and CPU, so it is a
+	// reference for benchmarks, not a production setting.
+	ExactState bool
 	// LogDir receives one log file per process (default: a temporary
 	// directory, removed on Stop unless KeepLogs).
 	LogDir string
