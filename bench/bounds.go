@@ -52,9 +52,11 @@ type Bounds struct {
 	// HPoolBelady is the same pooled cache with clairvoyant farthest-next-use
 	// eviction: the capacity-limited ceiling.
 	HPoolBelady float64 `json:"h_pool_belady"`
-	// HOracle is the hit rate of an exact-state router over per-replica LRU
-	// caches that picks the lowest estimated TTFT (queue wait + prefill of
-	// the uncached part, simulator defaults), seeing every cache exactly.
+	// HOracle is the hit rate of an offline replay: an exact-state router
+	// over per-replica LRU caches that picks the lowest estimated TTFT (queue
+	// wait + prefill of the uncached part, simulator defaults), seeing every
+	// cache exactly. It is a reference, not a bound (it gives up hits to
+	// avoid queues); the measured oracle is a run of kind KindOracle.
 	HOracle float64 `json:"h_oracle"`
 	// OracleTTFT is that oracle's estimated TTFT (prefill only, no decode
 	// interference): a reference, not a bound.

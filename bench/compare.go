@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/inferrail/inferrail/internal/devfleet"
@@ -18,6 +19,8 @@ const (
 	KindBaseline  = "baseline"  // nginx in front of the engines
 	KindLoad      = "load"      // a policy at a multiple of the base load
 	KindBalancers = "balancers" // a policy with another number of balancers
+	KindOracle    = "oracle"    // a policy on an exact-state fleet (the oracle router)
+	KindReplicas  = "replicas"  // a policy at the base load on another number of replicas
 )
 
 // RunInfo says what a compared run was.
@@ -26,6 +29,9 @@ type RunInfo struct {
 	Policy    string  `json:"policy"`
 	Balancers int     `json:"balancers"`
 	Load      float64 `json:"load"`
+	// Replicas is the fleet's number of replicas (0 in results written
+	// before it was recorded: Result.Config.Replicas says it too).
+	Replicas int `json:"replicas,omitempty"`
 }
 
 // CompareConfig configures Compare.
@@ -45,6 +51,16 @@ type CompareConfig struct {
 	// (hit rate against number of balancers).
 	BalancerCounts []int
 	BalancerPolicy string
+	// OracleRun adds one run of BalancerPolicy (cost_model when empty) on a
+	// fleet with ExactState: the exact-state oracle the report measures hit
+	// rates against.
+	OracleRun bool
+	// ReplicaCounts reruns ReplicaPolicies at the base load on fleets of
+	// these sizes (same cache blocks per replica), for "replicas needed to
+	// stay within the SLO"; the base fleet's size is covered by the policy
+	// runs when the policy is among Policies.
+	ReplicaCounts   []int
+	ReplicaPolicies []string
 	// Fleet is the fleet every run starts cold from; its Policy and
 	// Balancers are set per run.
 	Fleet devfleet.Config
@@ -67,38 +83,13 @@ func Compare(ctx context.Context, cc CompareConfig, log *slog.Logger) ([]*Result
 	if err := os.MkdirAll(cc.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("results dir: %w", err)
 	}
-	type plan struct {
-		info  RunInfo
-		label string
-	}
-	var plans []plan
-	base := cc.Fleet.Balancers
-	for _, p := range cc.Policies {
-		plans = append(plans, plan{RunInfo{KindPolicy, p, base, 1}, p})
-	}
-	for _, m := range cc.Nginx {
-		plans = append(plans, plan{RunInfo{KindBaseline, "nginx-" + m, 0, 1}, "nginx-" + m})
-	}
-	for _, f := range cc.LoadFactors {
-		if f == 1 {
-			continue
-		}
-		for _, p := range cc.LoadPolicies {
-			plans = append(plans, plan{RunInfo{KindLoad, p, base, f}, fmt.Sprintf("%s@%gx", p, f)})
-		}
-	}
-	for _, b := range cc.BalancerCounts {
-		if b == base {
-			continue
-		}
-		plans = append(plans, plan{RunInfo{KindBalancers, cc.BalancerPolicy, b, 1}, fmt.Sprintf("%s-%db", cc.BalancerPolicy, b)})
-	}
+	runs := plans(cc)
 	var (
 		results []*Result
 		errs    []error
 	)
 	for rep := range max(1, cc.Repetitions) {
-		for _, p := range plans {
+		for _, p := range runs {
 			if ctx.Err() != nil {
 				return results, ctx.Err()
 			}
@@ -119,6 +110,62 @@ func Compare(ctx context.Context, cc CompareConfig, log *slog.Logger) ([]*Result
 	return results, errors.Join(errs...)
 }
 
+// plan is one compared run: what it is and its label.
+type plan struct {
+	info  RunInfo
+	label string
+}
+
+// oraclePolicy is the policy of the oracle run.
+func (cc CompareConfig) oraclePolicy() string {
+	if cc.BalancerPolicy != "" {
+		return cc.BalancerPolicy
+	}
+	return "cost_model"
+}
+
+// plans lists the runs of one repetition, in order: policies, nginx
+// baselines, the oracle, the load sweep, the balancer sweep and the replicas
+// sweep. Sweep points equal to the base run are left out (the base run is
+// that point), except a replicas point of a policy that has no base run.
+func plans(cc CompareConfig) []plan {
+	var out []plan
+	base, reps := cc.Fleet.Balancers, cc.Fleet.Replicas
+	for _, p := range cc.Policies {
+		out = append(out, plan{RunInfo{KindPolicy, p, base, 1, reps}, p})
+	}
+	for _, m := range cc.Nginx {
+		out = append(out, plan{RunInfo{KindBaseline, "nginx-" + m, 0, 1, reps}, "nginx-" + m})
+	}
+	if cc.OracleRun {
+		p := cc.oraclePolicy()
+		out = append(out, plan{RunInfo{KindOracle, p, base, 1, reps}, p + "-oracle"})
+	}
+	for _, f := range cc.LoadFactors {
+		if f == 1 {
+			continue
+		}
+		for _, p := range cc.LoadPolicies {
+			out = append(out, plan{RunInfo{KindLoad, p, base, f, reps}, fmt.Sprintf("%s@%gx", p, f)})
+		}
+	}
+	for _, b := range cc.BalancerCounts {
+		if b == base {
+			continue
+		}
+		out = append(out, plan{RunInfo{KindBalancers, cc.BalancerPolicy, b, 1, reps}, fmt.Sprintf("%s-%db", cc.BalancerPolicy, b)})
+	}
+	for _, p := range cc.ReplicaPolicies {
+		for _, n := range cc.ReplicaCounts {
+			if n == reps && slices.Contains(cc.Policies, p) {
+				continue
+			}
+			out = append(out, plan{RunInfo{KindReplicas, p, base, 1, n}, fmt.Sprintf("%s-%dr", p, n)})
+		}
+	}
+	return out
+}
+
 func fileName(label string) string {
 	return strings.NewReplacer("@", "_at_", "/", "_", " ", "_").Replace(label)
 }
@@ -128,6 +175,10 @@ func compareOne(ctx context.Context, cc CompareConfig, info RunInfo, label strin
 	fc := cc.Fleet
 	fc.Policy = info.Policy
 	fc.Balancers = info.Balancers
+	if info.Replicas > 0 {
+		fc.Replicas = info.Replicas
+	}
+	fc.ExactState = info.Kind == KindOracle
 	if info.Kind == KindBaseline {
 		fc.Policy = "round_robin" // unused: no balancer runs
 	}

@@ -39,7 +39,7 @@ func WriteTable(w io.Writer, results []*Result) error {
 	}
 	if len(results) > 0 && results[0].Bounds != nil {
 		b := results[0].Bounds
-		fmt.Fprintf(tw, "\nbounds (%d × %d blocks):\tH_inf %.3f\tH_pool LRU %.3f\tH_pool Belady %.3f\toracle %.3f\t\n", b.Replicas, b.CacheBlocks, b.HInf, b.HPoolLRU, b.HPoolBelady, b.HOracle)
+		fmt.Fprintf(tw, "\nbounds (%d × %d blocks):\tH_inf %.3f\tH_pool LRU %.3f\tH_pool Belady %.3f\toffline replay %.3f\t\n", b.Replicas, b.CacheBlocks, b.HInf, b.HPoolLRU, b.HPoolBelady, b.HOracle)
 	}
 	return tw.Flush()
 }

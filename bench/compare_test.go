@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/inferrail/inferrail/internal/devfleet"
+)
+
+// plans lists every run once, with its kind, label and fleet shape, and
+// leaves out sweep points that the base runs already are.
+func TestPlans(t *testing.T) {
+	fleet := devfleet.DefaultConfig()
+	fleet.Replicas, fleet.Balancers = 4, 1
+	tests := []struct {
+		name string
+		cc   CompareConfig
+		want []plan
+	}{
+		{"policies only", CompareConfig{Policies: []string{"round_robin", "cost_model"}, Fleet: fleet}, []plan{
+			{RunInfo{KindPolicy, "round_robin", 1, 1, 4}, "round_robin"},
+			{RunInfo{KindPolicy, "cost_model", 1, 1, 4}, "cost_model"},
+		}},
+		{"everything", CompareConfig{
+			Policies: []string{"round_robin", "cost_model"}, Nginx: []string{"least_conn"},
+			OracleRun: true, BalancerPolicy: "cost_model",
+			LoadFactors: []float64{0.5, 1, 2}, LoadPolicies: []string{"round_robin"},
+			BalancerCounts: []int{1, 2}, ReplicaCounts: []int{3, 4, 6}, ReplicaPolicies: []string{"round_robin", "cost_model"},
+			Fleet: fleet,
+		}, []plan{
+			{RunInfo{KindPolicy, "round_robin", 1, 1, 4}, "round_robin"},
+			{RunInfo{KindPolicy, "cost_model", 1, 1, 4}, "cost_model"},
+			{RunInfo{KindBaseline, "nginx-least_conn", 0, 1, 4}, "nginx-least_conn"},
+			{RunInfo{KindOracle, "cost_model", 1, 1, 4}, "cost_model-oracle"},
+			{RunInfo{KindLoad, "round_robin", 1, 0.5, 4}, "round_robin@0.5x"},
+			{RunInfo{KindLoad, "round_robin", 1, 2, 4}, "round_robin@2x"},
+			{RunInfo{KindBalancers, "cost_model", 2, 1, 4}, "cost_model-2b"},
+			{RunInfo{KindReplicas, "round_robin", 1, 1, 3}, "round_robin-3r"},
+			{RunInfo{KindReplicas, "round_robin", 1, 1, 6}, "round_robin-6r"},
+			{RunInfo{KindReplicas, "cost_model", 1, 1, 3}, "cost_model-3r"},
+			{RunInfo{KindReplicas, "cost_model", 1, 1, 6}, "cost_model-6r"},
+		}},
+		{"oracle defaults to cost_model", CompareConfig{OracleRun: true, Fleet: fleet}, []plan{
+			{RunInfo{KindOracle, "cost_model", 1, 1, 4}, "cost_model-oracle"},
+		}},
+		{"replicas point of a policy without a base run", CompareConfig{Policies: []string{"cost_model"},
+			ReplicaCounts: []int{4, 5}, ReplicaPolicies: []string{"least_request"}, Fleet: fleet}, []plan{
+			{RunInfo{KindPolicy, "cost_model", 1, 1, 4}, "cost_model"},
+			{RunInfo{KindReplicas, "least_request", 1, 1, 4}, "least_request-4r"},
+			{RunInfo{KindReplicas, "least_request", 1, 1, 5}, "least_request-5r"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := plans(tt.cc)
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(plan{})); diff != "" {
+				t.Errorf("plans() mismatch (-want +got):\n%s", diff)
+			}
+			seen := map[string]bool{}
+			for _, p := range got {
+				if seen[fileName(p.label)] {
+					t.Errorf("two runs write %s", fileName(p.label))
+				}
+				seen[fileName(p.label)] = true
+			}
+		})
+	}
+}
