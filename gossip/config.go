@@ -296,3 +296,65 @@ func LoadKeyFile(path string) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("gossip key in %s: want base64 of 16, 24 or 32 bytes, or that many raw bytes", path)
 }
+
+// Timings are the dissemination periods and staleness limits a component's
+// config file may set (the sidecar's and the balancer's gossip section). A
+// zero field keeps DefaultConfig's value, so files that omit them behave as
+// before. Tight values make the balancers' view fresher at the cost of
+// bandwidth and CPU: `inferrail dev --exact-state` uses them for the
+// exact-state oracle fleet.
+type Timings struct {
+	// LoadInterval is Config.LoadInterval: on a sidecar, the period of load
+	// announcements and summary deltas (default 100ms).
+	LoadInterval time.Duration `yaml:"load_interval"`
+	// LoadMaxAge is Config.LoadMaxAge (default 1s).
+	LoadMaxAge time.Duration `yaml:"load_max_age"`
+	// SummaryMaxAge is Config.SummaryMaxAge (default 2s).
+	SummaryMaxAge time.Duration `yaml:"summary_max_age"`
+	// ResyncAfter is Config.ResyncAfter: how long a balancer's view may stay
+	// behind before it asks for a snapshot (default 300ms).
+	ResyncAfter time.Duration `yaml:"resync_after"`
+	// ResyncInterval is Config.ResyncInterval: the least time between
+	// snapshots per balancer and sidecar (default 1s).
+	ResyncInterval time.Duration `yaml:"resync_interval"`
+}
+
+// Apply copies t's non-zero fields onto c.
+func (t Timings) Apply(c *Config) {
+	for _, f := range []struct {
+		v   time.Duration
+		dst *time.Duration
+	}{
+		{t.LoadInterval, &c.LoadInterval}, {t.LoadMaxAge, &c.LoadMaxAge}, {t.SummaryMaxAge, &c.SummaryMaxAge},
+		{t.ResyncAfter, &c.ResyncAfter}, {t.ResyncInterval, &c.ResyncInterval},
+	} {
+		if f.v != 0 {
+			*f.dst = f.v
+		}
+	}
+}
+
+// MinLoadInterval is the shortest LoadInterval a config file may set: below
+// it a sidecar would spend its time sending announcements.
+const MinLoadInterval = time.Millisecond
+
+// Validate reports every invalid field at once, each named by prefix (the
+// section's path, "gossip") and its key. Zero is valid (the default).
+func (t Timings) Validate(prefix string) error {
+	var errs []error
+	for _, f := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"load_max_age", t.LoadMaxAge}, {"summary_max_age", t.SummaryMaxAge},
+		{"resync_after", t.ResyncAfter}, {"resync_interval", t.ResyncInterval},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("%s.%s must be >= 0 (0: the default), got %v", prefix, f.key, f.v))
+		}
+	}
+	if t.LoadInterval != 0 && t.LoadInterval < MinLoadInterval {
+		errs = append(errs, fmt.Errorf("%s.load_interval must be 0 (the default) or >= %v, got %v", prefix, MinLoadInterval, t.LoadInterval))
+	}
+	return errors.Join(errs...)
+}
