@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/inferrail/inferrail/gossip"
 )
 
 // Engine kinds accepted by Config.Engine.
@@ -135,6 +137,10 @@ type GossipConfig struct {
 	// Profile picks the failure-detection timings: lan (production) or local
 	// (one machine: faster probes).
 	Profile string `yaml:"profile"`
+	// Timings set the announcement and summary-delta period
+	// (load_interval, 100ms) and the snapshot rate limit (resync_interval,
+	// 1s); zero keeps the gossip's default.
+	gossip.Timings `yaml:",inline"`
 }
 
 // DefaultConfig returns the defaults every field starts from.
@@ -263,6 +269,9 @@ func (c Config) Validate() error {
 	}
 	if p := c.Gossip.Profile; p != "lan" && p != "local" {
 		bad("gossip.profile", p, "must be lan or local")
+	}
+	if err := c.Gossip.Timings.Validate("gossip"); err != nil {
+		errs = append(errs, err)
 	}
 	for i, j := range c.Gossip.Join {
 		if !isHostPort(j) {

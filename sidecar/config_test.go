@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/inferrail/inferrail/gossip"
 )
 
 func TestLoadConfigFileGood(t *testing.T) {
@@ -28,6 +29,7 @@ func TestLoadConfigFileGood(t *testing.T) {
 		Bind: "0.0.0.0:7946", Advertise: "10.0.0.7", NodeName: "engine-0", Profile: "local",
 		Join:    []string{"balancer-0.balancer:7946", "balancer-1.balancer:7946"},
 		KeyFile: "/etc/inferrail/gossip.key", ClusterLabel: "prod",
+		Timings: gossip.Timings{LoadInterval: 5 * time.Millisecond, ResyncAfter: 15 * time.Millisecond, ResyncInterval: 50 * time.Millisecond},
 	}
 	minimal := DefaultConfig()
 	minimal.KVEvents.Endpoint = "tcp://127.0.0.1:5557"
@@ -80,6 +82,8 @@ func TestLoadConfigFileBad(t *testing.T) {
 			`scrape.interval must be >= 10ms, got "1ms"`,
 			`summary.false_positive_rate must be in (0, 0.5), got "1.5"`,
 			`gossip.join[0] must be host:port, got "not-a-hostport"`,
+			`gossip.load_interval must be 0 (the default) or >= 1ms, got 10µs`,
+			`gossip.resync_interval must be >= 0 (0: the default), got -1s`,
 		}},
 		{"missing file", "testdata/nope.yaml", true, []string{"read config"}},
 	}
@@ -130,6 +134,8 @@ func TestValidateEachField(t *testing.T) {
 		{"advertise", func(c *Config) { c.Gossip.Advertise = "not an ip" }, "gossip.advertise"},
 		{"gossip bind name", func(c *Config) { c.Gossip.Bind = "localhost:7946" }, "gossip.bind must be IP:port"},
 		{"gossip profile", func(c *Config) { c.Gossip.Profile = "wan" }, "gossip.profile"},
+		{"gossip load max age", func(c *Config) { c.Gossip.LoadMaxAge = -time.Second }, "gossip.load_max_age"},
+		{"gossip tight timings ok", func(c *Config) { c.Gossip.LoadInterval, c.Gossip.ResyncAfter = time.Millisecond, time.Millisecond }, ""},
 		{"advertise ip ok", func(c *Config) { c.Gossip.Advertise = "10.1.2.3" }, ""},
 		{"ports zero ok", func(c *Config) { c.Listen, c.Admin = "127.0.0.1:0", "127.0.0.1:0" }, ""},
 	}

@@ -62,6 +62,7 @@ func newGossip(cfg Config, feed *summaryFeed, log *slog.Logger, reg prometheus.R
 	gc.Join = cfg.Gossip.Join
 	gc.ClusterLabel = cfg.Gossip.ClusterLabel
 	gc.Profile = gossip.Profile(cfg.Gossip.Profile)
+	cfg.Gossip.Timings.Apply(&gc)
 	if cfg.Gossip.KeyFile != "" {
 		if gc.SecretKey, err = gossip.LoadKeyFile(cfg.Gossip.KeyFile); err != nil {
 			return nil, err
