@@ -120,6 +120,7 @@ func (b *Balancer) gossipConfig() (gossip.Config, error) {
 	gc.Join = c.Join
 	gc.ClusterLabel = c.ClusterLabel
 	gc.Profile = gossip.Profile(c.Profile)
+	c.Timings.Apply(&gc)
 	gc.Meta = gossip.Meta{Version: buildinfo.Version()}
 	if c.KeyFile != "" {
 		k, err := gossip.LoadKeyFile(c.KeyFile)

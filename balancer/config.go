@@ -104,6 +104,11 @@ type GossipConfig struct {
 	ClusterLabel string `yaml:"cluster_label"`
 	// Profile is lan or local.
 	Profile string `yaml:"profile"`
+	// Timings set how long gossiped load and summaries stay trusted
+	// (load_max_age, summary_max_age) and how soon a view that fell behind
+	// asks a sidecar for a snapshot (resync_after, resync_interval); zero
+	// keeps the gossip's default.
+	gossip.Timings `yaml:",inline"`
 }
 
 // RoutingConfig holds the routing defaults.
@@ -298,6 +303,9 @@ func (c *Config) Validate() error {
 		}
 	} else if len(c.Replicas) == 0 {
 		bad("replicas must not be empty when gossip.enabled is false")
+	}
+	if err := c.Gossip.Timings.Validate("gossip"); err != nil {
+		errs = append(errs, err)
 	}
 	known := false
 	for _, p := range route.Policies {

@@ -82,6 +82,7 @@ func TestBadConfigsReportEveryProblem(t *testing.T) {
 			"health.max_ejected_share must be in [0,1], got 2",
 			"retry.max_attempts must be in [1, 100], got 0",
 			"timeouts.route must be > 0, got 0s",
+			"gossip.resync_after must be >= 0 (0: the default), got -1s",
 		}},
 		{"bad-types.yaml", []string{
 			"line 1: cannot unmarshal !!str `lots`",
