@@ -148,6 +148,13 @@ func (f *Fleet) start(ctx context.Context) error {
 		} else {
 			seed = fmt.Sprintf("127.0.0.1:%d", gport)
 		}
+		if cfg.ExactState {
+			path := filepath.Join(f.logDir, fmt.Sprintf("sidecar-%d.yaml", i))
+			if err := os.WriteFile(path, []byte(sidecarExactYAML()), 0o644); err != nil {
+				return fmt.Errorf("write sidecar config: %w", err)
+			}
+			scArgs = append(scArgs, "--config", path)
+		}
 		sc, err := startProc(cfg.Binary, f.logDir, fmt.Sprintf("sidecar-%d", i), scArgs...)
 		if err != nil {
 			return err
@@ -206,6 +213,9 @@ func balancerYAML(cfg Config, i, port, admin, gport int, seed string) string {
 	fmt.Fprintf(&sb, "listen: 127.0.0.1:%d\nadmin: 127.0.0.1:%d\n", port, admin)
 	fmt.Fprintf(&sb, "models:\n  - name: %q\n    tokenizer: builtin:sim\n    block_size: %d\n", cfg.Model, cfg.BlockSize)
 	fmt.Fprintf(&sb, "gossip:\n  enabled: true\n  bind: 127.0.0.1:%d\n  node_name: balancer-%d\n  profile: local\n  join: [%q]\n", gport, i, seed)
+	if cfg.ExactState {
+		sb.WriteString(balancerExactGossip())
+	}
 	fmt.Fprintf(&sb, "routing:\n  default_policy: %s\n  seed: %d\n", cfg.Policy, cfg.Seed)
 	return sb.String()
 }
