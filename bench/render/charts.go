@@ -48,7 +48,7 @@ func hitRate(groups []*Group) (BarChart, bool) {
 		}
 	}
 	if b != nil {
-		bc.Refs = []Ref{{"H_inf", b.HInf}, {"H_pool LRU", b.HPoolLRU}, {"oracle", b.HOracle}}
+		bc.Refs = []Ref{{"H_inf", b.HInf}, {"H_pool LRU", b.HPoolLRU}, {"offline replay", b.HOracle}}
 	}
 	return bc, len(bc.Values) > 0
 }
@@ -115,9 +115,12 @@ func hitVsBalancers(groups []*Group) (LineChart, bool) {
 	lc.Series = []Series{s}
 	for _, g := range groups {
 		if g.Run.Policy == policy && g.Reps[0].Bounds != nil {
-			lc.Refs = []Ref{{"H_pool LRU", g.Reps[0].Bounds.HPoolLRU}, {"oracle", g.Reps[0].Bounds.HOracle}}
+			lc.Refs = []Ref{{"H_pool LRU", g.Reps[0].Bounds.HPoolLRU}, {"offline replay", g.Reps[0].Bounds.HOracle}}
 			break
 		}
+	}
+	if o := oracleRun(groups); o != nil {
+		lc.Refs = append(lc.Refs, Ref{"exact-state oracle", o.hit()})
 	}
 	return lc, true
 }

@@ -20,6 +20,7 @@ const (
 	ChartHitRate      = "hit-rate.png"
 	ChartP99VsLoad    = "p99-ttft-vs-load.png"
 	ChartHitBalancers = "hit-rate-vs-balancers.png"
+	ChartP99Replicas  = "p99-ttft-vs-replicas.png"
 	ReportFile        = "report.md"
 )
 
@@ -67,10 +68,10 @@ func (g *Group) ttfts() []time.Duration {
 var policyOrder = map[string]int{"round_robin": 1, "random": 2, "least_request": 3, "p2c": 4, "prefix_hash": 5,
 	"kv_aware": 6, "cost_model": 7, "nginx-round_robin": 8, "nginx-least_conn": 9}
 
-var kindOrder = map[string]int{"": 0, bench.KindPolicy: 0, bench.KindBaseline: 0, bench.KindLoad: 1, bench.KindBalancers: 2}
+var kindOrder = map[string]int{"": 0, bench.KindPolicy: 0, bench.KindBaseline: 0, bench.KindOracle: 0, bench.KindLoad: 1, bench.KindBalancers: 2, bench.KindReplicas: 3}
 
 // GroupResults groups results by label, ordered by run kind, policy (known
-// policies in policyOrder, then by name), load and balancers.
+// policies in policyOrder, then by name), load, balancers and replicas.
 func GroupResults(results []*bench.Result) []*Group {
 	out := groupByLabel(results)
 	rank := func(p string) int {
@@ -82,7 +83,7 @@ func GroupResults(results []*bench.Result) []*Group {
 	slices.SortStableFunc(out, func(a, b *Group) int {
 		return cmp.Or(cmp.Compare(kindOrder[a.Run.Kind], kindOrder[b.Run.Kind]),
 			cmp.Compare(rank(a.Run.Policy), rank(b.Run.Policy)), cmp.Compare(a.Run.Policy, b.Run.Policy),
-			cmp.Compare(a.Run.Load, b.Run.Load), cmp.Compare(a.Run.Balancers, b.Run.Balancers), cmp.Compare(a.Label, b.Label))
+			cmp.Compare(a.Run.Load, b.Run.Load), cmp.Compare(a.Run.Balancers, b.Run.Balancers), cmp.Compare(a.replicas(), b.replicas()), cmp.Compare(a.Label, b.Label))
 	})
 	return out
 }
@@ -133,12 +134,30 @@ func ReadDir(dir string) ([]*bench.Result, error) {
 }
 
 // Write renders the charts and report.md into dir. reproduce is the command
-// line that regenerates the results (shown in the report).
+// line that regenerates the results (shown in the report). The goals table
+// at the top is evaluated over these results alone (see WriteTree for
+// several workloads).
 func Write(dir string, results []*bench.Result, reproduce string) error {
+	groups := GroupResults(results)
+	var sets []Set
+	if len(groups) > 0 {
+		sets = []Set{{Workload: groups[0].Reps[0].Workload.Name, Groups: groups}}
+	}
+	return writeDir(dir, groups, page{reproduce: reproduce, goals: Evaluate(sets)})
+}
+
+// page is what a report shows besides its runs.
+type page struct {
+	reproduce string
+	goals     []Goal
+	// goalsNote follows the goals table (e.g. a link to the other workloads).
+	goalsNote string
+}
+
+func writeDir(dir string, groups []*Group, pg page) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report dir: %w", err)
 	}
-	groups := GroupResults(results)
 	charts := map[string]interface{ WritePNG(io.Writer) error }{}
 	if c, ok := ttftCDF(groups); ok {
 		charts[ChartTTFTCDF] = c
@@ -151,6 +170,9 @@ func Write(dir string, results []*bench.Result, reproduce string) error {
 	}
 	if c, ok := hitVsBalancers(groups); ok {
 		charts[ChartHitBalancers] = c
+	}
+	if c, ok := p99VsReplicas(groups); ok {
+		charts[ChartP99Replicas] = c
 	}
 	for name, c := range charts {
 		f, err := os.Create(filepath.Join(dir, name))
@@ -169,7 +191,7 @@ func Write(dir string, results []*bench.Result, reproduce string) error {
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
-	err = Markdown(f, groups, charts, reproduce)
+	err = markdown(f, groups, charts, pg)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -177,7 +199,7 @@ func Write(dir string, results []*bench.Result, reproduce string) error {
 }
 
 func isBase(g *Group) bool {
-	return g.Run.Kind == "" || g.Run.Kind == bench.KindPolicy || g.Run.Kind == bench.KindBaseline
+	return g.Run.Kind == "" || g.Run.Kind == bench.KindPolicy || g.Run.Kind == bench.KindBaseline || g.Run.Kind == bench.KindOracle
 }
 
 func pct(v, of float64) string {
@@ -187,9 +209,19 @@ func pct(v, of float64) string {
 	return fmt.Sprintf("%.0f%%", 100*v/of)
 }
 
-// Markdown writes the report text.
+// Markdown writes the report text: the goals evaluated over groups, then the
+// runs, sweeps, bounds and charts.
 func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePNG(io.Writer) error }, reproduce string) error {
+	var sets []Set
+	if len(groups) > 0 {
+		sets = []Set{{Workload: groups[0].Reps[0].Workload.Name, Groups: groups}}
+	}
+	return markdown(w, groups, charts, page{reproduce: reproduce, goals: Evaluate(sets)})
+}
+
+func markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePNG(io.Writer) error }, pg page) error {
 	var sb strings.Builder
+	reproduce := pg.reproduce
 	sb.WriteString("# inferrail benchmark report\n\n")
 	if len(groups) == 0 {
 		sb.WriteString("No results.\n")
@@ -213,10 +245,21 @@ func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 	if reproduce != "" {
 		fmt.Fprintf(&sb, "Reproduce: `%s`\n\n", reproduce)
 	}
+	if len(pg.goals) > 0 {
+		sb.WriteString("## Goals\n\nComputed from the results below (means over repetitions; p99 is TTFT p99).\n\n")
+		goalsTable(&sb, pg.goals)
+		if pg.goalsNote != "" {
+			sb.WriteString("\n" + pg.goalsNote + "\n")
+		}
+		loadContext(&sb, groups)
+		sb.WriteString("\n")
+	}
+	oracle := oracleRun(groups)
 	sb.WriteString("## Policies and baselines\n\n")
 	sb.WriteString("Latencies in ms, counted from each request's scheduled send time (open loop). Hit rate from `usage.prompt_tokens_details.cached_tokens`; " +
 		"engine hit rate from the engines' `vllm:prefix_cache_{hits,queries}_total` after the warm-up; " +
-		"`% H_pool` and `% H_inf` are the hit rate as a share of the bounds of the same request sequence; `pred. exact` is the share of requests " +
+		"`% H_pool` and `% H_inf` are the hit rate as a share of the bounds of the same request sequence; `% oracle` its share of the exact-state oracle run's " +
+		"(same load and fleet size; - without one); `pred. exact` is the share of requests " +
 		"whose predicted cached tokens (`x-inferrail-cached-tokens`) equal the engine's (n/a for policies that predict nothing: the cache-blind ones and prefix_hash). " +
 		"Means over repetitions; TTFT p99 shows min–max across them.\n\n")
 	sb.WriteString("| run | req | failed | TTFT p50 | TTFT p99 | TPOT p50 | ITL p99 | E2E p99 | out tok/s | goodput/s | good % | hit rate | engine hit | % H_pool | % H_inf | % oracle | pred. exact | send lag p99 | replica share min–max |\n")
@@ -225,7 +268,7 @@ func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 		if !isBase(g) {
 			continue
 		}
-		writeRow(&sb, g)
+		writeRow(&sb, g, oracle)
 	}
 	var other []*Group
 	for _, g := range groups {
@@ -234,11 +277,11 @@ func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 		}
 	}
 	if len(other) > 0 {
-		sb.WriteString("\n## Load and balancer sweeps\n\n")
+		sb.WriteString("\n## Load, balancer and replica sweeps\n\n")
 		sb.WriteString("| run | req | failed | TTFT p50 | TTFT p99 | TPOT p50 | ITL p99 | E2E p99 | out tok/s | goodput/s | good % | hit rate | engine hit | % H_pool | % H_inf | % oracle | pred. exact | send lag p99 | replica share min–max |\n")
 		sb.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, g := range other {
-			writeRow(&sb, g)
+			writeRow(&sb, g, oracle)
 		}
 	}
 	sb.WriteString("\n† send lag p99 above 100 ms: the load generator itself stalled (other work on the machine) during this run, so its tail latencies " +
@@ -249,10 +292,15 @@ func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 		fmt.Fprintf(&sb, "| H_inf | %.3f | infinite single cache: no routing and no memory can beat it |\n", b.HInf)
 		fmt.Fprintf(&sb, "| H_pool LRU | %.3f | one LRU cache of the fleet's total capacity: a perfect global cache |\n", b.HPoolLRU)
 		fmt.Fprintf(&sb, "| H_pool Belady | %.3f | the same with clairvoyant eviction: the capacity-limited ceiling |\n", b.HPoolBelady)
-		fmt.Fprintf(&sb, "| oracle | %.3f | offline replay: an exact-state router over per-replica LRU caches that picks the lowest estimated TTFT (FIFO prefill queue + uncached prefill); a reference, not a bound, since it gives up hits to avoid queues (est. TTFT p50 %.0f ms, p99 %.0f ms, prefill only) |\n", b.HOracle, b.OracleTTFT.P50, b.OracleTTFT.P99)
+		fmt.Fprintf(&sb, "| offline replay | %.3f | reference: an exact-state router over per-replica LRU caches that picks the lowest estimated TTFT (FIFO prefill queue + uncached prefill); a reference, not a bound, since it gives up hits to avoid queues (est. TTFT p50 %.0f ms, p99 %.0f ms, prefill only) |\n", b.HOracle, b.OracleTTFT.P50, b.OracleTTFT.P99)
+		if oracle != nil {
+			fmt.Fprintf(&sb, "| exact-state oracle run | %.3f | measured: %s on a fleet whose summaries and load reach the balancers with (nearly) no delay or false positives (run %s) |\n",
+				oracle.hit(), oracle.Run.Policy, oracle.Label)
+		}
 	}
+	replicasSection(&sb, groups)
 	sb.WriteString("\n## Charts\n\n")
-	for _, name := range []string{ChartTTFTCDF, ChartHitRate, ChartP99VsLoad, ChartHitBalancers} {
+	for _, name := range []string{ChartTTFTCDF, ChartHitRate, ChartP99VsLoad, ChartHitBalancers, ChartP99Replicas} {
 		if _, ok := charts[name]; ok {
 			fmt.Fprintf(&sb, "![%s](%s)\n\n", strings.TrimSuffix(name, ".png"), name)
 		}
@@ -266,7 +314,23 @@ func Markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 // machine stalled, so latencies below about this much are not the fleet's.
 const stallLagMS = 100
 
-func writeRow(sb *strings.Builder, g *Group) {
+// shareSpread is the min–max of the replicas' shares of requests.
+func shareSpread(g *Group) string {
+	shareLo, shareHi := 1.0, 0.0
+	for _, r := range g.Reps {
+		for _, v := range r.Summary.ReplicaShare {
+			shareLo, shareHi = math.Min(shareLo, v), math.Max(shareHi, v)
+		}
+	}
+	if shareHi == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f–%.2f", shareLo, shareHi)
+}
+
+// writeRow writes one run's row; its % oracle is over oracle's hit rate
+// when the two are comparable.
+func writeRow(sb *strings.Builder, g, oracle *Group) {
 	m := g.mean
 	s := func(f func(bench.Summary) float64) float64 {
 		return m(func(r *bench.Result) float64 { return f(r.Summary) })
@@ -291,15 +355,10 @@ func writeRow(sb *strings.Builder, g *Group) {
 	} else if s(func(x bench.Summary) float64 { return float64(x.Predicted) }) > 0 {
 		pred = fmt.Sprintf("%.1f%%", 100*s(func(x bench.Summary) float64 { return x.PredictionExact }))
 	}
-	shareLo, shareHi := 1.0, 0.0
-	for _, r := range g.Reps {
-		for _, v := range r.Summary.ReplicaShare {
-			shareLo, shareHi = math.Min(shareLo, v), math.Max(shareHi, v)
-		}
-	}
-	share := "-"
-	if shareHi > 0 {
-		share = fmt.Sprintf("%.2f–%.2f", shareLo, shareHi)
+	share := shareSpread(g)
+	oracleHit := 0.0
+	if comparableToOracle(g, oracle) {
+		oracleHit = oracle.hit()
 	}
 	label := g.Label
 	if s(func(x bench.Summary) float64 { return x.SendLag.P99 }) > stallLagMS {
@@ -312,5 +371,5 @@ func writeRow(sb *strings.Builder, g *Group) {
 		s(func(x bench.Summary) float64 { return x.OutputTokensPerSec }), s(func(x bench.Summary) float64 { return x.Goodput }),
 		100*s(func(x bench.Summary) float64 { return x.GoodFraction }), hit, s(func(x bench.Summary) float64 { return x.HitRateEngine }),
 		pct(hit, bound(func(b *bench.Bounds) float64 { return b.HPoolLRU })), pct(hit, bound(func(b *bench.Bounds) float64 { return b.HInf })),
-		pct(hit, bound(func(b *bench.Bounds) float64 { return b.HOracle })), pred, s(func(x bench.Summary) float64 { return x.SendLag.P99 }), share)
+		pct(hit, oracleHit), pred, s(func(x bench.Summary) float64 { return x.SendLag.P99 }), share)
 }

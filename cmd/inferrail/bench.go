@@ -165,20 +165,48 @@ func runBenchRun(ctx context.Context, args []string, stdout, stderr io.Writer) e
 }
 
 func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cc, reportDir, err := parseCompare(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	results, err := bench.Compare(ctx, cc, log)
+	if len(results) == 0 {
+		return err
+	}
+	if terr := bench.WriteTable(stdout, results); terr != nil {
+		return errors.Join(err, terr)
+	}
+	if reportDir != "" {
+		repro := "inferrail bench compare " + strings.Join(args, " ")
+		if rerr := render.Write(reportDir, results, repro); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		fmt.Fprintf(stdout, "\nfull report: %s/%s\n", reportDir, render.ReportFile)
+	}
+	return err
+}
+
+// parseCompare turns bench compare's flags into its configuration and the
+// report directory ("" for none).
+func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string, error) {
 	cc := bench.CompareConfig{Fleet: devfleet.DefaultConfig(), Bench: bench.DefaultConfig(), Repetitions: 1, BalancerPolicy: "cost_model"}
 	cc.Fleet.Port = 0
 	fs := newFlagSet("bench compare", "[--policies a,b] [--workload W1] [flags]", stderr)
 	policies := commaList{}
 	nginx := commaList{}
 	loadPolicies := commaList{}
-	var loads, balancers commaList
+	var loads, balancers, replicaCounts, replicaPolicies commaList
 	fs.Var(&policies, "policies", "balancer policies to compare (default round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model)")
 	fs.Var(&nginx, "nginx", "nginx baselines in front of the same simulators: round_robin, least_conn (needs nginx installed)")
 	fs.IntVar(&cc.Repetitions, "repetitions", cc.Repetitions, "repeat everything with seeds seed, seed+1, ...")
 	fs.Var(&loads, "load-factors", "also run --load-policies at these multiples of the rate, e.g. 0.5,1.5")
 	fs.Var(&loadPolicies, "load-policies", "policies of the load sweep")
 	fs.Var(&balancers, "balancer-counts", "also run --balancer-policy with these numbers of balancers, e.g. 2,4")
-	fs.StringVar(&cc.BalancerPolicy, "balancer-policy", cc.BalancerPolicy, "policy of the balancer sweep")
+	fs.StringVar(&cc.BalancerPolicy, "balancer-policy", cc.BalancerPolicy, "policy of the balancer sweep and of the oracle run")
+	fs.BoolVar(&cc.OracleRun, "oracle", false, "also run --balancer-policy on an exact-state fleet: the oracle the report's % oracle uses")
+	fs.Var(&replicaCounts, "replica-counts", "also run --replica-policies at the base rate on fleets of these sizes, e.g. 2,3,5,6")
+	fs.Var(&replicaPolicies, "replica-policies", "policies of the replicas sweep, e.g. round_robin,cost_model")
 	fs.IntVar(&cc.Fleet.Replicas, "replicas", cc.Fleet.Replicas, "simulated replicas per fleet")
 	fs.IntVar(&cc.Fleet.Balancers, "balancers", cc.Fleet.Balancers, "balancers per fleet")
 	fs.IntVar(&cc.Fleet.CacheBlocks, "num-gpu-blocks", 8192, "KV blocks per simulator")
@@ -188,7 +216,7 @@ func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Write
 	out := fs.String("out", "bench/results", "directory for the JSON results")
 	reportDir := fs.String("report", "bench/report", "directory for the markdown report and charts (empty: none)")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return cc, "", err
 	}
 	if len(policies) == 0 {
 		policies = commaList{"round_robin", "random", "least_request", "p2c", "prefix_hash", "kv_aware", "cost_model"}
@@ -197,47 +225,70 @@ func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Write
 	for _, v := range loads {
 		var f float64
 		if _, err := fmt.Sscan(v, &f); err != nil || f <= 0 {
-			return fmt.Errorf("--load-factors: %q is not a positive number", v)
+			return cc, "", fmt.Errorf("--load-factors: %q is not a positive number", v)
 		}
 		cc.LoadFactors = append(cc.LoadFactors, f)
 	}
-	for _, v := range balancers {
-		var n int
-		if _, err := fmt.Sscan(v, &n); err != nil || n < 1 {
-			return fmt.Errorf("--balancer-counts: %q is not a positive integer", v)
-		}
-		cc.BalancerCounts = append(cc.BalancerCounts, n)
-	}
 	var err error
+	if cc.BalancerCounts, err = positiveInts("--balancer-counts", balancers); err != nil {
+		return cc, "", err
+	}
+	if cc.ReplicaCounts, err = positiveInts("--replica-counts", replicaCounts); err != nil {
+		return cc, "", err
+	}
+	cc.ReplicaPolicies = replicaPolicies
+	if (len(cc.ReplicaCounts) == 0) != (len(cc.ReplicaPolicies) == 0) {
+		return cc, "", errors.New("--replica-counts and --replica-policies go together")
+	}
 	if cc.Workload, err = wl(); err != nil {
-		return err
+		return cc, "", err
 	}
 	cc.OutDir = *out
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	results, err := bench.Compare(ctx, cc, log)
-	if len(results) == 0 {
-		return err
-	}
-	if terr := bench.WriteTable(stdout, results); terr != nil {
-		return errors.Join(err, terr)
-	}
-	if *reportDir != "" {
-		repro := "inferrail bench compare " + strings.Join(args, " ")
-		if rerr := render.Write(*reportDir, results, repro); rerr != nil {
-			return errors.Join(err, rerr)
+	return cc, *reportDir, nil
+}
+
+// positiveInts parses a list flag of positive integers.
+func positiveInts(flagName string, vs []string) ([]int, error) {
+	var out []int
+	for _, v := range vs {
+		var n int
+		if _, err := fmt.Sscan(v, &n); err != nil || n < 1 || fmt.Sprint(n) != v {
+			return nil, fmt.Errorf("%s: %q is not a positive integer", flagName, v)
 		}
-		fmt.Fprintf(stdout, "\nfull report: %s/%s\n", *reportDir, render.ReportFile)
+		out = append(out, n)
 	}
-	return err
+	return out, nil
 }
 
 func runBenchReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench report", "[--results DIR] [--out DIR]", stderr)
-	in := fs.String("results", "bench/results", "directory of JSON results")
-	out := fs.String("out", "bench/report", "directory for report.md and the charts")
+	in := fs.String("results", "bench/results", "directory of JSON results, or of one subdirectory of results per workload")
+	out := fs.String("out", "bench/report", "directory for report.md and the charts (with subdirectories: <workload>/report.md and README.md)")
 	repro := fs.String("reproduce", "", "command line shown in the report as the way to reproduce it")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if !render.HasResults(*in) {
+		sets, err := render.ReadTree(*in)
+		if err != nil {
+			return err
+		}
+		if err := render.WriteTree(*out, sets, *repro); err != nil {
+			return err
+		}
+		for _, s := range sets {
+			fmt.Fprintf(stdout, "%s:\n", s.Workload)
+			var results []*bench.Result
+			for _, g := range s.Groups {
+				results = append(results, g.Reps...)
+			}
+			if err := bench.WriteTable(stdout, results); err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "report: %s/%s\n", *out, render.IndexFile)
+		return nil
 	}
 	results, err := render.ReadDir(*in)
 	if err != nil {

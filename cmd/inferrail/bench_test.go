@@ -5,6 +5,8 @@ import (
 	"context"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +71,86 @@ func TestBenchUsage(t *testing.T) {
 	}
 	if code := runMain(context.Background(), []string{"bench", "frobnicate"}, &out, &errb); code != 2 {
 		t.Errorf("unknown subcommand exited %d, want 2", code)
+	}
+}
+
+// bench compare's flags fill the comparison's plan: oracle, sweeps and their
+// policies; bad lists are rejected with the flag's name.
+func TestParseCompare(t *testing.T) {
+	cc, report, err := parseCompare([]string{"--policies", "round_robin,cost_model", "--oracle", "--balancer-policy", "kv_aware",
+		"--replica-counts", "2,3,5,6", "--replica-policies", "round_robin,cost_model", "--load-factors", "0.5,2", "--load-policies", "round_robin",
+		"--balancer-counts", "2,4", "--replicas", "4", "--out", "o", "--report", ""}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type view struct {
+		Policies, LoadPolicies, ReplicaPolicies []string
+		LoadFactors                             []float64
+		BalancerCounts, ReplicaCounts           []int
+		Oracle                                  bool
+		BalancerPolicy, OutDir, Report          string
+		Replicas                                int
+	}
+	got := view{cc.Policies, cc.LoadPolicies, cc.ReplicaPolicies, cc.LoadFactors, cc.BalancerCounts, cc.ReplicaCounts,
+		cc.OracleRun, cc.BalancerPolicy, cc.OutDir, report, cc.Fleet.Replicas}
+	want := view{[]string{"round_robin", "cost_model"}, []string{"round_robin"}, []string{"round_robin", "cost_model"}, []float64{0.5, 2},
+		[]int{2, 4}, []int{2, 3, 5, 6}, true, "kv_aware", "o", "", 4}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("parseCompare mismatch (-want +got):\n%s", diff)
+	}
+	cc, _, err = parseCompare(nil, io.Discard)
+	if err != nil || cc.OracleRun || len(cc.ReplicaCounts) != 0 || len(cc.Policies) != 7 {
+		t.Errorf("defaults: oracle %v, replica counts %v, %d policies, err %v; want no oracle, no sweep, 7 policies", cc.OracleRun, cc.ReplicaCounts, len(cc.Policies), err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--replica-counts", "2,x", "--replica-policies", "round_robin"}, "--replica-counts"},
+		{[]string{"--replica-counts", "0", "--replica-policies", "round_robin"}, "--replica-counts"},
+		{[]string{"--replica-counts", "2,3"}, "--replica-policies"},
+		{[]string{"--replica-policies", "cost_model"}, "--replica-counts"},
+		{[]string{"--balancer-counts", "-1"}, "--balancer-counts"},
+		{[]string{"--load-factors", "0"}, "--load-factors"},
+	} {
+		if _, _, err := parseCompare(tt.args, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("parseCompare(%q) = %v, want an error naming %s", tt.args, err, tt.want)
+		}
+	}
+}
+
+// bench report renders one report per workload and an index when the
+// results directory holds one subdirectory per workload.
+func TestBenchReportTree(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	for _, w := range []string{bench.W1, bench.W6} {
+		for _, p := range []string{"round_robin", "least_request", "cost_model"} {
+			r := &bench.Result{Config: bench.DefaultConfig(), Workload: bench.DefaultWorkload(w), Run: bench.RunInfo{Kind: bench.KindPolicy, Policy: p, Balancers: 1, Load: 1}}
+			r.Config.Label, r.Config.Replicas = p, 4
+			r.Records = []bench.Record{{Status: 200, TTFT: 100 * time.Millisecond, E2E: time.Second, CompletionTokens: 2, PromptTokens: 64, CachedTokens: 32, CachedReported: true}}
+			r.Summary = bench.Summarize(r.Records, r.Config.SLO)
+			if err := os.MkdirAll(filepath.Join(in, w), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.WriteFile(filepath.Join(in, w, p+"-rep0.json")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"bench", "report", "--results", in, "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("bench report exited %d: %s", code, stderr.String())
+	}
+	for _, f := range []string{"README.md", "W1/report.md", "W6/report.md"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("report lacks %s: %v", f, err)
+		}
+	}
+	idx, err := os.ReadFile(filepath.Join(out, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(idx), "## W6") || !strings.Contains(string(idx), "within 5% of least_request's | +0.0%") {
+		t.Errorf("index lacks the W6 section or its goal:\n%s", idx)
 	}
 }
