@@ -31,7 +31,7 @@ type Goal struct {
 	// Name states the goal.
 	Name string
 	// Value is the measured value, with the runs it comes from.
-	Value string
+	Value  string
 	Status Status
 	// Why gives the numbers behind a missed or unmeasured goal.
 	Why string
