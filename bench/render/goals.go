@@ -84,6 +84,9 @@ func goalW1Ratio(set *Set) Goal {
 	if cm == nil || rr == nil {
 		return notMeasured(g, "needs the cost_model and round_robin runs at the base load")
 	}
+	if rr.p99() <= 0 {
+		return notMeasured(g, "round_robin measured no TTFT")
+	}
 	r := cm.p99() / rr.p99()
 	g.Value = fmt.Sprintf("%.2f (%.0f / %.0f ms; runs %s, %s)", r, cm.p99(), rr.p99(), cm.Label, rr.Label)
 	g.Status = statusOf(r <= goalP99Ratio)
@@ -126,6 +129,9 @@ func goalHitOracle(set *Set) Goal {
 		}
 		return notMeasured(g, why)
 	}
+	if o.hit() <= 0 {
+		return notMeasured(g, fmt.Sprintf("the oracle run %s hit nothing: no shared prefix to compare", o.Label))
+	}
 	share := base.hit() / o.hit()
 	g.Value = fmt.Sprintf("%.0f%% (%.3f / %.3f; runs %s, %s)", 100*share, base.hit(), o.hit(), base.Label, o.Label)
 	g.Status = statusOf(share >= goalOracleShare)
@@ -167,6 +173,9 @@ func goalW6(set *Set) Goal {
 	if cm == nil || lr == nil {
 		return notMeasured(g, "needs the cost_model and least_request runs at the base load")
 	}
+	if lr.p99() <= 0 {
+		return notMeasured(g, "least_request measured no TTFT")
+	}
 	r := cm.p99() / lr.p99()
 	g.Value = fmt.Sprintf("%+.1f%% (%.0f / %.0f ms; runs %s, %s)", 100*(r-1), cm.p99(), lr.p99(), cm.Label, lr.Label)
 	g.Status = statusOf(r <= goalW6Slack)
@@ -203,6 +212,9 @@ func goalBalancers(set *Set) Goal {
 	}
 	if policy == "" || one == nil {
 		return notMeasured(g, "needs a balancer sweep (bench compare --balancer-counts 2,4) and its policy's one-balancer run")
+	}
+	if one.hit() <= 0 {
+		return notMeasured(g, fmt.Sprintf("the one-balancer run %s hit nothing", one.Label))
 	}
 	var parts, missing []string
 	ok := true

@@ -292,7 +292,7 @@ func markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 		fmt.Fprintf(&sb, "| H_inf | %.3f | infinite single cache: no routing and no memory can beat it |\n", b.HInf)
 		fmt.Fprintf(&sb, "| H_pool LRU | %.3f | one LRU cache of the fleet's total capacity: a perfect global cache |\n", b.HPoolLRU)
 		fmt.Fprintf(&sb, "| H_pool Belady | %.3f | the same with clairvoyant eviction: the capacity-limited ceiling |\n", b.HPoolBelady)
-		fmt.Fprintf(&sb, "| offline replay | %.3f | reference: an exact-state router over per-replica LRU caches that picks the lowest estimated TTFT (FIFO prefill queue + uncached prefill); a reference, not a bound, since it gives up hits to avoid queues (est. TTFT p50 %.0f ms, p99 %.0f ms, prefill only) |\n", b.HOracle, b.OracleTTFT.P50, b.OracleTTFT.P99)
+		fmt.Fprintf(&sb, "| offline replay | %.3f | an exact-state router over per-replica LRU caches that picks the lowest estimated TTFT (FIFO prefill queue + uncached prefill); a reference, not a bound, since it gives up hits to avoid queues (est. TTFT p50 %.0f ms, p99 %.0f ms, prefill only) |\n", b.HOracle, b.OracleTTFT.P50, b.OracleTTFT.P99)
 		if oracle != nil {
 			fmt.Fprintf(&sb, "| exact-state oracle run | %.3f | measured: %s on a fleet whose summaries and load reach the balancers with (nearly) no delay or false positives (run %s) |\n",
 				oracle.hit(), oracle.Run.Policy, oracle.Label)
