@@ -22,6 +22,13 @@
 // from usage and from the engines' counters, prediction accuracy (the
 // balancer's x-inferrail-cached-tokens against the engine's cached tokens),
 // send lag and per-replica share. Bounds computes the hit-rate ceilings of the
-// same request sequence (infinite cache, pooled LRU, pooled Belady, an
-// exact-state oracle router) so hit rates can be shown as fractions of them.
+// same request sequence (infinite cache, pooled LRU, pooled Belady, and an
+// offline replay of an exact-state router as a reference) so hit rates can be
+// shown as fractions of them.
+//
+// Compare runs a plan on fresh, cold fleets: every policy at the base load,
+// nginx baselines, the exact-state oracle (a policy on a fleet with
+// devfleet.Config.ExactState, kind KindOracle), a load sweep, a balancer
+// sweep and a replicas sweep (kind KindReplicas, for "replicas needed to stay
+// within the SLO"). Each result's RunInfo says which run it was.
 package bench
