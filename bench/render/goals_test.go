@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -259,5 +260,56 @@ func fileNameOf(r run) string { return strings.NewReplacer("@", "_at_").Replace(
 func TestReadTreeEmpty(t *testing.T) {
 	if _, err := ReadTree(t.TempDir()); err == nil {
 		t.Error("ReadTree of an empty directory gave no error")
+	}
+}
+
+// Property: over random sweeps, replicas needed is the smallest size within
+// the SLO, every smaller size is out of it, and the ratio's status agrees
+// with the numbers.
+func TestReplicasNeededProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 7))
+	for i := range 500 {
+		var runs []run
+		p99 := map[string]map[int]float64{"round_robin": {}, "cost_model": {}}
+		for _, p := range []string{"round_robin", "cost_model"} {
+			r := base(p, 500+rng.Float64()*3000, 0.5)
+			runs, p99[p][4] = append(runs, r), r.p99
+			for _, n := range []int{1, 2, 3, 5, 6, 8} {
+				if rng.IntN(2) == 0 {
+					r := reps(p, n, 500+rng.Float64()*3000)
+					runs, p99[p][n] = append(runs, r), r.p99
+				}
+			}
+			runs = append(runs, reps(p, 9, 500+rng.Float64()*3000))
+			p99[p][9] = runs[len(runs)-1].p99
+		}
+		groups := sets(runs...)[0].Groups
+		got := map[string]needed{}
+		for p, pts := range p99 {
+			n, ok := replicasNeeded(groups, p)
+			if !ok {
+				t.Fatalf("case %d: %s has a sweep but replicasNeeded says none", i, p)
+			}
+			got[p] = n
+			for size, v := range pts {
+				if n.Found && size < n.N && v <= 2000 {
+					t.Fatalf("case %d: %s needs %d but %d replicas are within the SLO (%v)", i, p, n.N, size, pts)
+				}
+				if !n.Found && v <= 2000 {
+					t.Fatalf("case %d: %s found no size but %d is within the SLO", i, p, size)
+				}
+			}
+			if n.Found && pts[n.N] > 2000 {
+				t.Fatalf("case %d: %s needs %d, whose p99 %.0f is out of the SLO", i, p, n.N, pts[n.N])
+			}
+		}
+		r, _ := replicasRatio(groups)
+		cm, rr := got["cost_model"], got["round_robin"]
+		if cm.Found && rr.Found && (r.status == Met) != (float64(cm.N)/float64(rr.N) <= 0.75) {
+			t.Fatalf("case %d: ratio %d/%d has status %s", i, cm.N, rr.N, r.status)
+		}
+		if !cm.Found && !rr.Found && r.status != NotMeasured {
+			t.Fatalf("case %d: no size within the SLO but status %s", i, r.status)
+		}
 	}
 }
