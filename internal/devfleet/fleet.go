@@ -202,8 +202,13 @@ func (f *Fleet) start(ctx context.Context) error {
 		if err := poll(ctx, func() error { return f.sees(b.Admin) }); err != nil {
 			return fmt.Errorf("balancer %d does not see the fleet: %w", i, err)
 		}
+		// The balancer's routing table follows the gossip a poll interval
+		// later; until it lists the model, requests get 503.
+		if err := poll(ctx, func() error { return f.serves(b.URL) }); err != nil {
+			return fmt.Errorf("balancer %d does not route %s: %w", i, cfg.Model, err)
+		}
 	}
-	f.log.Info("dev fleet ready", "replicas", len(f.Replicas), "balancers", len(f.Balancers), "policy", cfg.Policy, "logs", f.logDir)
+	f.log.Info("dev fleet ready", "replicas", len(f.Replicas), "balancers", len(f.Balancers), "policy", cfg.Policy, "exact_state", cfg.ExactState, "logs", f.logDir)
 	return nil
 }
 
@@ -251,6 +256,29 @@ func (f *Fleet) sees(admin string) error {
 		return fmt.Errorf("%d of %d replicas alive with fresh load", ready, len(f.Replicas))
 	}
 	return nil
+}
+
+// serves reports nil once the balancer's GET /v1/models lists the model.
+func (f *Fleet) serves(url string) error {
+	resp, err := http.Get(url + "/v1/models")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	for _, m := range list.Data {
+		if m.ID == f.cfg.Model {
+			return nil
+		}
+	}
+	return fmt.Errorf("model %s not listed yet", f.cfg.Model)
 }
 
 func (f *Fleet) add(tier int, p *proc) {

@@ -3,9 +3,12 @@ package devfleet_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,15 +16,37 @@ import (
 	"github.com/inferrail/inferrail/internal/devfleet"
 )
 
-// buildBinary builds the inferrail binary into the test's temp dir.
+// binDir holds the inferrail binary the tests build once (see TestMain).
+var (
+	binDir   string
+	build    sync.Once
+	buildErr error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// buildBinary builds the inferrail binary once per test process.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "inferrail")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/inferrail/inferrail/cmd/inferrail")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	build.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "inferrail-devfleet-test-"); buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "inferrail"), "github.com/inferrail/inferrail/cmd/inferrail")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	return bin
+	return filepath.Join(binDir, "inferrail")
 }
 
 // A real fleet (2 simulators, 2 sidecars, 2 balancers) starts, serves a short
