@@ -14,6 +14,22 @@ func init() {
 }
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := devConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return devfleet.Run(ctx, cfg, log, func(f *devfleet.Fleet) {
+		printFleet(stdout, f)
+		if cfg.ExactState {
+			fmt.Fprintln(stdout, "\nexact-state oracle: tight gossip and summary settings (docs/dev-fleet.md); not a production setting.")
+		}
+		fmt.Fprintln(stdout, "\nCtrl-C stops the fleet.")
+	})
+}
+
+// devConfig parses the dev flags into a fleet config.
+func devConfig(args []string, stderr io.Writer) (devfleet.Config, error) {
 	cfg := devfleet.DefaultConfig()
 	fs := newFlagSet("dev", "[--replicas N] [--balancers B] [--port 8080] [flags]", stderr)
 	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "number of simulated engines, each with a sidecar")
@@ -23,16 +39,13 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "served model name")
 	fs.IntVar(&cfg.CacheBlocks, "num-gpu-blocks", cfg.CacheBlocks, "KV blocks per simulator (0: the simulator's default)")
 	fs.BoolVar(&cfg.ZeroLatency, "zero-latency", cfg.ZeroLatency, "simulator steps take no time")
+	fs.BoolVar(&cfg.ExactState, "exact-state", cfg.ExactState, "exact-state oracle: tiny bloom false-positive rate, load and summary deltas every 5ms (a benchmark reference, not a production setting; docs/dev-fleet.md)")
 	fs.StringVar(&cfg.LogDir, "log-dir", "", "directory for the children's logs (default: a temporary directory)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "children's log level")
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return cfg, err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return devfleet.Run(ctx, cfg, log, func(f *devfleet.Fleet) {
-		printFleet(stdout, f)
-		fmt.Fprintln(stdout, "\nCtrl-C stops the fleet.")
-	})
+	return cfg, nil
 }
 
 // printFleet prints the client URLs and every admin URL of f.

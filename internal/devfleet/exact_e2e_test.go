@@ -87,10 +87,13 @@ func converged(ctx context.Context, f *devfleet.Fleet) error {
 				continue
 			}
 			found = true
-			if engine == 0 {
-				break // nothing to see yet
+			if m.Summary == nil {
+				return fmt.Errorf("balancer has no summary of %s", r.Name)
 			}
-			if m.Summary == nil || m.Summary.Epoch != sc.Epoch || m.Summary.Seq != sc.Seq || m.Summary.Blocks["gpu"] != sc.Blocks["gpu"] {
+			if engine == 0 {
+				break // an empty cache: any version of the summary says so
+			}
+			if m.Summary.Epoch != sc.Epoch || m.Summary.Seq != sc.Seq || m.Summary.Blocks["gpu"] != sc.Blocks["gpu"] {
 				return fmt.Errorf("%s: balancer view %+v behind sidecar %d/%d with %d blocks", r.Name, m.Summary, sc.Epoch, sc.Seq, sc.Blocks["gpu"])
 			}
 		}

@@ -57,7 +57,8 @@ func (f *Fleet) EngineMetricsURLs() []string {
 }
 
 // Start starts the fleet and returns once every balancer sees every replica
-// alive with a fresh load report. On error, whatever started is stopped.
+// alive with a fresh load report and summary and routes the model. On error,
+// whatever started is stopped.
 func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Fleet, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("dev fleet config: %w", err)
@@ -226,7 +227,8 @@ func balancerYAML(cfg Config, i, port, admin, gport int, seed string) string {
 }
 
 // sees reports nil once the balancer's gossip state shows every replica
-// alive with a fresh load report.
+// alive with a fresh load report and a fresh summary (without one, routing
+// falls back to prefix_hash placement).
 func (f *Fleet) sees(admin string) error {
 	resp, err := http.Get(admin + "/v1/gossip/state")
 	if err != nil {
@@ -241,6 +243,9 @@ func (f *Fleet) sees(admin string) error {
 			Load   *struct {
 				Stale bool `json:"stale"`
 			} `json:"load"`
+			Summary *struct {
+				Stale bool `json:"stale"`
+			} `json:"summary"`
 		} `json:"members"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
@@ -248,12 +253,12 @@ func (f *Fleet) sees(admin string) error {
 	}
 	ready := 0
 	for _, m := range st.Members {
-		if m.Role == "sidecar" && m.Status == "alive" && m.Load != nil && !m.Load.Stale {
+		if m.Role == "sidecar" && m.Status == "alive" && m.Load != nil && !m.Load.Stale && m.Summary != nil && !m.Summary.Stale {
 			ready++
 		}
 	}
 	if ready < len(f.Replicas) {
-		return fmt.Errorf("%d of %d replicas alive with fresh load", ready, len(f.Replicas))
+		return fmt.Errorf("%d of %d replicas alive with fresh load and summary", ready, len(f.Replicas))
 	}
 	return nil
 }
