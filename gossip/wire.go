@@ -32,8 +32,10 @@ type Load struct {
 	InFlight uint32 `json:"in_flight"`
 	// KVCacheUsage is the engine's KV cache usage in [0,1].
 	KVCacheUsage float32 `json:"kv_cache_usage"`
-	// WaitingPrefillTokens is the prompt tokens of queued requests not yet
-	// prefilled, when the engine reports it.
+	// WaitingPrefillTokens is the uncached prompt tokens of the requests
+	// waiting for their first token: the prefill work queued or running on
+	// the engine (the sidecar counts each prompt past the prefix its block
+	// set holds at arrival).
 	WaitingPrefillTokens uint64 `json:"waiting_prefill_tokens"`
 }
 

@@ -19,21 +19,28 @@ type DataPathCounts struct {
 	// WaitingPromptTokens is the part of PromptTokens whose requests wait
 	// for their first byte: prefill work queued or running in the engine.
 	WaitingPromptTokens int64 `json:"waiting_prompt_tokens"`
+	// WaitingPrefillTokens is the part of WaitingPromptTokens the engine
+	// has to compute: each waiting prompt's tokens past the prefix the
+	// sidecar's block set held when the request arrived (at least the last
+	// token, which the engine always computes). Balancers read it as the
+	// prefill work queued ahead of a new request.
+	WaitingPrefillTokens int64 `json:"waiting_prefill_tokens"`
 }
 
 // inflight holds the live counts; every field is updated atomically so the
 // request path takes no lock.
 type inflight struct {
-	inFlight, waiting, promptTokens, waitingTokens atomic.Int64
+	inFlight, waiting, promptTokens, waitingTokens, waitingPrefill atomic.Int64
 }
 
 // Counts returns the current counts.
 func (f *inflight) Counts() DataPathCounts {
 	return DataPathCounts{
-		InFlight:            f.inFlight.Load(),
-		WaitingFirstByte:    f.waiting.Load(),
-		PromptTokens:        f.promptTokens.Load(),
-		WaitingPromptTokens: f.waitingTokens.Load(),
+		InFlight:             f.inFlight.Load(),
+		WaitingFirstByte:     f.waiting.Load(),
+		PromptTokens:         f.promptTokens.Load(),
+		WaitingPromptTokens:  f.waitingTokens.Load(),
+		WaitingPrefillTokens: f.waitingPrefill.Load(),
 	}
 }
 
@@ -41,20 +48,25 @@ func (f *inflight) Counts() DataPathCounts {
 // the first of: response headers received, an error, or the end of the
 // request.
 type firstByteLatch struct {
-	done   atomic.Bool
-	f      *inflight
-	tokens atomic.Int64 // prompt tokens counted as waiting
+	done    atomic.Bool
+	f       *inflight
+	tokens  atomic.Int64 // prompt tokens counted as waiting
+	prefill atomic.Int64 // of which uncached
 }
 
 func (l *firstByteLatch) release() {
 	if l.done.CompareAndSwap(false, true) {
 		l.f.waiting.Add(-1)
 		l.f.waitingTokens.Add(-l.tokens.Load())
+		l.f.waitingPrefill.Add(-l.prefill.Load())
 	}
 }
 
-// addTokens counts n prompt tokens as waiting until release.
-func (l *firstByteLatch) addTokens(n int64) {
+// addTokens counts n prompt tokens, prefill of them uncached, as waiting
+// until release.
+func (l *firstByteLatch) addTokens(n, prefill int64) {
 	l.tokens.Store(n)
+	l.prefill.Store(prefill)
 	l.f.waitingTokens.Add(n)
+	l.f.waitingPrefill.Add(prefill)
 }

@@ -36,7 +36,10 @@ type proxy struct {
 	rp      *httputil.ReverseProxy
 	counts  inflight
 	inspect *promptInspector
-	observe promptObserver // may be nil
+	// cachedTokens returns the tokens of the prompts' blocks the replica
+	// holds as a leading prefix (nil: none are counted as cached).
+	cachedTokens func(hashes [][]kvblock.Hash) int
+	observe      promptObserver // may be nil
 	// prompts counts chat and completions requests the engine accepted (2xx).
 	prompts atomic.Int64
 }
@@ -112,7 +115,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.counts.promptTokens.Add(int64(tokens))
 		defer p.counts.promptTokens.Add(-int64(tokens))
-		st.latch.addTokens(int64(tokens))
+		prefill := tokens
+		if p.cachedTokens != nil && st.hashes != nil {
+			prefill = max(tokens-p.cachedTokens(st.hashes), len(st.hashes))
+		}
+		st.latch.addTokens(int64(tokens), int64(prefill))
 	}
 	ctx := context.WithValue(r.Context(), reqStateKey{}, st)
 	p.rp.ServeHTTP(w, r.WithContext(ctx))

@@ -44,14 +44,16 @@ func (r *recordObserver) observePrompt(h [][]kvblock.Hash) {
 }
 
 // testProxy starts the data path in front of upstream and returns its URL.
-func testProxy(t *testing.T, upstream http.Handler, tok Tokenizer, obs promptObserver) (*proxy, *httptest.Server, *metrics) {
+func testProxy(t *testing.T, upstream http.Handler, tok Tokenizer, obs promptObserver, opts ...func(*proxy)) (*proxy, *httptest.Server, *metrics) {
 	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
-	return testProxyTo(t, up.URL, tok, obs)
+	return testProxyTo(t, up.URL, tok, obs, opts...)
 }
 
-func testProxyTo(t *testing.T, target string, tok Tokenizer, obs promptObserver) (*proxy, *httptest.Server, *metrics) {
+// testProxyTo starts the data path in front of target; opts adjust the proxy
+// before it serves.
+func testProxyTo(t *testing.T, target string, tok Tokenizer, obs promptObserver, opts ...func(*proxy)) (*proxy, *httptest.Server, *metrics) {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -63,6 +65,9 @@ func testProxyTo(t *testing.T, target string, tok Tokenizer, obs promptObserver)
 	tr := newEngineTransport(cfg)
 	t.Cleanup(tr.CloseIdleConnections)
 	p := newProxy(u, cfg, tr, insp, obs, slog.New(slog.DiscardHandler), m)
+	for _, o := range opts {
+		o(p)
+	}
 	srv := httptest.NewUnstartedServer(p)
 	srv.Config.Protocols = dataPathProtocols()
 	srv.Start()
@@ -188,7 +193,12 @@ func TestProxyCounts(t *testing.T) {
 		_, _ = io.WriteString(w, "done")
 	})
 	obs := &recordObserver{}
-	p, srv, _ := testProxy(t, upstream, simTok, obs)
+	// The replica holds the prompt's first block (4 of its 8 tokens): only
+	// the rest waits as prefill work.
+	var seenHashes [][]kvblock.Hash
+	p, srv, _ := testProxy(t, upstream, simTok, obs, func(p *proxy) {
+		p.cachedTokens = func(hs [][]kvblock.Hash) int { seenHashes = hs; return 4 }
+	})
 	body := `{"model":"m","prompt":"0123456789abcdefghij"}` // 20 one-byte chunks... see below
 	want := len(simtok.Encode("0123456789abcdefghij", true))
 
@@ -202,7 +212,8 @@ func TestProxyCounts(t *testing.T) {
 		errc <- err
 	}()
 	waitFor(t, inHandler, "request at the engine")
-	if diff := cmp.Diff(DataPathCounts{InFlight: 1, WaitingFirstByte: 1, PromptTokens: int64(want), WaitingPromptTokens: int64(want)}, p.counts.Counts()); diff != "" {
+	before := DataPathCounts{InFlight: 1, WaitingFirstByte: 1, PromptTokens: int64(want), WaitingPromptTokens: int64(want), WaitingPrefillTokens: int64(want - 4)}
+	if diff := cmp.Diff(before, p.counts.Counts()); diff != "" {
 		t.Errorf("before first byte (-want +got):\n%s", diff)
 	}
 	release <- struct{}{}
@@ -231,6 +242,9 @@ func TestProxyCounts(t *testing.T) {
 	wantHashes := [][][]kvblock.Hash{{kvblock.Hashes(nil, kvblock.NewSeed("m", "", ""), ids, 4)}}
 	if diff := cmp.Diff(wantHashes, obs.got); diff != "" {
 		t.Errorf("observed prompts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantHashes[0], seenHashes); diff != "" {
+		t.Errorf("hashes asked of the block set (-want +got):\n%s", diff)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/inferrail/inferrail/gossip/summary"
+	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/sidecar/engine"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
@@ -126,6 +128,7 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 	insp := &promptInspector{tok: tok, model: s.currentModel, lora: s.loraOf, blockSize: func() int { return int(s.blockSize.Load()) }}
 	s.proxy = newProxy(u, cfg.Proxy, s.transport, insp, s.approx, log.With("component", "proxy"), s.m)
 	proxyCounts = s.proxy.counts.Counts
+	s.proxy.cachedTokens = s.cachedTokens
 
 	parser := &autoParser{}
 	switch cfg.Engine {
@@ -140,6 +143,20 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 	metricsURL := u.JoinPath(cfg.Scrape.Path).String()
 	s.scraper = newScraper(cfg.Scrape, httpPageFetcher(client, metricsURL), parser.parse, s.onScrape, log.With("component", "scrape"), s.m)
 	return s, nil
+}
+
+// cachedTokens returns the tokens of the leading blocks of each prompt that
+// the active block set holds on the GPU (0 before the first summary).
+func (s *Sidecar) cachedTokens(prompts [][]kvblock.Hash) int {
+	b := s.feed.builder()
+	if b == nil {
+		return 0
+	}
+	n := 0
+	for _, hs := range prompts {
+		n += b.Prefix(hs, summary.MediumGPU)
+	}
+	return n * int(s.blockSize.Load())
 }
 
 // Run serves until ctx ends. Shutdown is ordered: leave the gossip first (so

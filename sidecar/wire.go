@@ -103,7 +103,7 @@ func (g *gossipAdapter) shutdown() error               { return g.n.Shutdown() }
 func (g *gossipAdapter) SetLoad(r LoadReport) {
 	l := gossip.Load{
 		InFlight:             clampU32(r.DataPath.InFlight),
-		WaitingPrefillTokens: uint64(max(r.DataPath.WaitingPromptTokens, 0)),
+		WaitingPrefillTokens: uint64(max(r.DataPath.WaitingPrefillTokens, 0)),
 	}
 	if r.Readable {
 		l.Running = clampU32(int64(r.Engine.Running))

@@ -97,6 +97,14 @@ type CostConfig struct {
 	// next best replica (if that is at most this much slower), which then
 	// becomes a second home of the prefix. 0 disables replication.
 	HotPrefixQueueWait time.Duration `yaml:"hot_prefix_queue_wait"`
+	// MissPenalty charges, when choosing, each candidate this multiple of
+	// the idle prefill time of the prompt tokens it does not hold, on top
+	// of its estimated TTFT: a miss costs the fleet that prefill work and
+	// the cache it evicts, which the request's own TTFT does not show.
+	// Without it the greedy choice moves a prefix off its warm replica as
+	// soon as the queue there equals a cold prefill, and under load the
+	// prefixes chase each other around the fleet. 0 is the pure greedy rule.
+	MissPenalty float64 `yaml:"miss_penalty"`
 }
 
 // OverlayConfig configures the overlay of the balancer's own recent
@@ -128,6 +136,7 @@ func DefaultCostConfig() CostConfig {
 		DecodeContextTokens: 2048,
 		QueuedPromptTokens:  2048,
 		HotPrefixQueueWait:  500 * time.Millisecond,
+		MissPenalty:         1,
 	}
 }
 
@@ -137,7 +146,7 @@ func DefaultConfig() Config {
 		Policy:        PolicyCostModel,
 		Seed:          1,
 		PrefixBlocks:  8,
-		LoadFactor:    1.25,
+		LoadFactor:    2,
 		MinLoadBound:  8,
 		MaxLoadAge:    2 * time.Second,
 		MaxSummaryAge: 10 * time.Second,
@@ -245,6 +254,9 @@ func (c CostConfig) validate(path string, errs []error) []error {
 	}
 	if c.HotPrefixQueueWait < 0 {
 		bad("hot_prefix_queue_wait", ">= 0", c.HotPrefixQueueWait)
+	}
+	if !(c.MissPenalty >= 0) || math.IsInf(c.MissPenalty, 0) {
+		bad("miss_penalty", ">= 0 and finite", c.MissPenalty)
 	}
 	return errs
 }

@@ -6,8 +6,9 @@ import (
 )
 
 // costModel picks the eligible candidate with the lowest estimated time to
-// first token (see estimator), among those under the bounded-load cap
-// (a spill when the overall best is above it). When the best candidate holds
+// first token (see estimator) plus the miss penalty for the prompt tokens it
+// does not hold (CostConfig.MissPenalty), among those under the bounded-load
+// cap (a spill when the overall best is above it). When the best candidate holds
 // part of the prompt but its estimated queue wait is at least
 // HotPrefixQueueWait, the prefix is hot: the request goes to the next best
 // candidate if that is at most HotPrefixQueueWait slower, and the overlay
@@ -41,6 +42,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		queued, running := p.queueOf(c, now)
 		cached := int(s.cached[i])
 		t, wait := p.est.ttft(queued, running, prompt-cached, cached)
+		t += p.est.penalty(prompt-cached, cached)
 		s.score = append(s.score, t)
 		s.queue = append(s.queue, wait)
 		if t > bestT {
@@ -62,9 +64,11 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		reason = ReasonLoadSpill
 	}
 	if hot := float64(p.cfg.Cost.HotPrefixQueueWait); hot > 0 && s.cached[s.elig[best]] > 0 && s.queue[best] >= hot {
-		next, nextT, nextR := -1, bestT+hot, 0.0
+		// Replication is deliberate: compare estimated TTFTs, without the
+		// miss penalty that keeps prefixes at home.
+		next, nextT, nextR := -1, p.estimate(s, best, prompt)+hot, 0.0
 		for k, i := range s.elig {
-			t := s.score[k]
+			t := p.estimate(s, k, prompt)
 			if k == best || t > nextT || !p.underBound(cands, s, k, total, weights) {
 				continue
 			}
@@ -84,7 +88,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		Reason:          reason,
 		CachedTokens:    int(s.cached[i]),
 		UncachedTokens:  prompt - int(s.cached[i]),
-		EstimatedTTFT:   time.Duration(math.Round(s.score[best])),
+		EstimatedTTFT:   time.Duration(math.Round(p.estimate(s, best, prompt))),
 		Score:           s.score[best] / 1e9,
 		Eligible:        len(s.elig),
 		SummaryFallback: fallback,
@@ -95,6 +99,13 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		p.overlay.record(req.Hashes, cands[i].key(), now)
 	}
 	return i, d, nil
+}
+
+// estimate returns the estimated TTFT of eligible candidate k: its score
+// without the miss penalty.
+func (p *costModel) estimate(s *Scratch, k, prompt int) float64 {
+	cached := int(s.cached[s.elig[k]])
+	return s.score[k] - p.est.penalty(prompt-cached, cached)
 }
 
 // queueOf returns the uncached prompt tokens queued ahead on c and its

@@ -244,3 +244,37 @@ func TestCostModelReplicatesHotPrefix(t *testing.T) {
 		t.Errorf("after replication the overlay predicts nothing on the new home %d: %v", got, d2.Cached)
 	}
 }
+
+// The miss penalty keeps a prefix on its warm replica while the queue there
+// costs up to (1 + MissPenalty) cold prefills; the pure greedy rule
+// (MissPenalty 0) moves it as soon as the queue costs one. The decision's
+// estimate never includes the penalty.
+func TestCostModelMissPenalty(t *testing.T) {
+	hs := prompt(5, 5, 192, 196) // 3,136 tokens, 3,072 shared
+	e := newEstimator(DefaultCostConfig())
+	cold, _ := e.ttft(0, 0, 196*16, 0)
+	setup := func(queue float64) []Candidate {
+		cs := cands(2)
+		cs[0].Prefix = fakeIndex{}.add(hs[:192])
+		cs[0].Load.Waiting, cs[0].Load.WaitingPrefillTokens, cs[0].Load.HasWaitingPrefillTokens = 3, int64(queue), true
+		return cs
+	}
+	// A queue whose wait is about 1.5 cold prefills.
+	queue := math.Floor(1.5 * cold / e.nsPerTok)
+	greedy := newPolicy(t, PolicyCostModel, func(c *Config) { c.Cost.MissPenalty = 0 })
+	if got, _ := mustPick(t, greedy, req(hs), setup(queue)); got != 1 {
+		t.Errorf("MissPenalty 0: pick %d, want the cold replica 1", got)
+	}
+	p := newPolicy(t, PolicyCostModel, nil)
+	got, d := mustPick(t, p, req(hs), setup(queue))
+	if got != 0 {
+		t.Errorf("MissPenalty 1: pick %d, want the warm replica 0", got)
+	}
+	if want, _ := e.ttft(queue, 0, d.UncachedTokens, d.CachedTokens); d.CachedTokens != 3072 || math.Abs(float64(d.EstimatedTTFT)-want) > 1 {
+		t.Errorf("EstimatedTTFT = %v with %d cached, want the estimate without penalty %v with 3072", d.EstimatedTTFT, d.CachedTokens, time.Duration(want))
+	}
+	// Three cold prefills of queue outweigh the penalty.
+	if got, _ := mustPick(t, p, req(hs), setup(3*cold/e.nsPerTok)); got != 1 {
+		t.Errorf("MissPenalty 1 behind a long queue: pick %d, want the cold replica 1", got)
+	}
+}

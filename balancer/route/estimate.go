@@ -24,6 +24,7 @@ type estimator struct {
 	t0, floor, nsPerTok, att, kvRead, treq float64
 	budget                                 int
 	decodeCtx, queuedPrompt                float64
+	missPenalty                            float64
 }
 
 func newEstimator(c CostConfig) estimator {
@@ -37,6 +38,7 @@ func newEstimator(c CostConfig) estimator {
 		budget:       c.StepTokenBudget,
 		decodeCtx:    float64(c.DecodeContextTokens),
 		queuedPrompt: float64(c.QueuedPromptTokens),
+		missPenalty:  c.MissPenalty,
 	}
 }
 
@@ -76,6 +78,17 @@ func (e *estimator) ttft(queued float64, running, uncached, cached int) (total, 
 	}
 	total = e.treq + e.prefill(queued+n, running) + own + e.att*queued*e.queuedPrompt/2
 	return total, total - alone
+}
+
+// penalty returns the choice's extra charge, in ns, for uncached prompt
+// tokens after cached ones: MissPenalty times their prefill on an idle
+// replica (CostConfig.MissPenalty).
+func (e *estimator) penalty(uncached, cached int) float64 {
+	if e.missPenalty == 0 || uncached <= 0 {
+		return 0
+	}
+	n, c := float64(uncached), float64(cached)
+	return e.missPenalty * (e.prefill(n, 0) + e.att*n*(c+n/2))
 }
 
 // IdleTTFT returns the cost model's time to first token for a prompt of

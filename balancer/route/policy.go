@@ -68,7 +68,7 @@ type Decision struct {
 	EstimatedTTFT time.Duration
 	// Score is the pick's score where the policy scores: kv_aware's blended
 	// score in [0,1] (higher wins), cost_model's estimated time to first
-	// token in seconds (lower wins).
+	// token plus its miss penalty, in seconds (lower wins).
 	Score float64
 	// Eligible is how many candidates passed the filter.
 	Eligible int

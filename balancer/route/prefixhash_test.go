@@ -90,7 +90,7 @@ func TestPrefixHashBoundedLoad(t *testing.T) {
 		{name: "min bound is a floor only", ownerLoad: 9, otherLoad: 0, minBound: 8, wantSpill: true, wantReason: ReasonLoadSpill},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPolicy(t, PolicyPrefixHash, func(c *Config) { c.MinLoadBound = tc.minBound })
+			p := newPolicy(t, PolicyPrefixHash, func(c *Config) { c.MinLoadBound, c.LoadFactor = tc.minBound, 1.25 })
 			cs := cands(8)
 			r := req(prompt(42, 0, 8, 8))
 			owner, _ := mustPick(t, p, r, cs)
@@ -117,7 +117,7 @@ func TestPrefixHashBoundedLoad(t *testing.T) {
 
 // A burst on one prefix never drives any replica above the bound.
 func TestPrefixHashBurstRespectsBound(t *testing.T) {
-	p := newPolicy(t, PolicyPrefixHash, func(c *Config) { c.MinLoadBound = 0 })
+	p := newPolicy(t, PolicyPrefixHash, func(c *Config) { c.MinLoadBound, c.LoadFactor = 0, 1.25 })
 	cs := cands(8)
 	r := req(prompt(7, 0, 8, 8))
 	total := 0
@@ -166,7 +166,7 @@ func TestBoundedLoadProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 5))
 	for _, name := range []string{PolicyPrefixHash, PolicyCostModel} {
 		t.Run(name, func(t *testing.T) {
-			p := newPolicy(t, name, func(c *Config) { c.MinLoadBound = 0; c.Cost.HotPrefixQueueWait = 0 })
+			p := newPolicy(t, name, func(c *Config) { c.MinLoadBound, c.LoadFactor = 0, 1.25; c.Cost.HotPrefixQueueWait = 0 })
 			for range 2000 {
 				cs := cands(1 + r.IntN(12))
 				total, weights := 0.0, 0.0

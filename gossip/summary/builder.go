@@ -3,6 +3,7 @@ package summary
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,6 +65,8 @@ func (c Config) Validate() error {
 // medium is the builder's state for one medium.
 type medium struct {
 	set      map[kvblock.Hash]struct{} // the exact set
+	keys     map[Key]uint32            // held blocks per key
+	gone     map[Key]struct{}          // keys in the filter that no held block has
 	filter   *bloom.BloomFilter
 	capacity uint // blocks the filter was sized for
 	removed  int  // removals since the last rebuild
@@ -80,7 +83,7 @@ type Builder struct {
 	media       [MaxMedia]*medium
 	epoch, seq  uint64
 	rebuiltAt   time.Time
-	pending     []Add
+	pending     []Change
 	oldest      time.Time // when the first pending addition was recorded
 	newMedium   bool      // a medium appeared after the last rebuild
 	snapCache   []byte
@@ -109,7 +112,7 @@ func NewBuilder(cfg Config, now func() time.Time) (*Builder, error) {
 func (b *Builder) medium(m Medium) *medium {
 	md := b.media[m]
 	if md == nil {
-		md = &medium{set: make(map[kvblock.Hash]struct{}), capacity: b.cfg.Capacity}
+		md = &medium{set: make(map[kvblock.Hash]struct{}), keys: make(map[Key]uint32), gone: make(map[Key]struct{}), capacity: b.cfg.Capacity}
 		md.filter = newBloom(md.capacity, b.cfg.FalsePositiveRate)
 		b.media[m] = md
 		// Receivers have no filter for it until the next snapshot.
@@ -131,17 +134,26 @@ func (b *Builder) Add(h kvblock.Hash, m Medium) {
 		return
 	}
 	md.set[h] = struct{}{}
-	k := KeyOf(h).bytes()
+	key := KeyOf(h)
+	md.keys[key]++
+	delete(md.gone, key)
+	k := key.bytes()
 	md.filter.Add(k[:])
+	b.record(Change{Medium: m, Key: key})
+}
+
+// record queues a change for the next delta.
+func (b *Builder) record(c Change) {
 	if len(b.pending) == 0 {
 		b.oldest = b.now()
 	}
-	b.pending = append(b.pending, Add{Medium: m, Key: KeyOf(h)})
+	b.pending = append(b.pending, c)
 }
 
-// Remove records that the replica dropped block h from medium m. The block
-// stays in the filter until the next rebuild; removals count toward the
-// rebuild threshold.
+// Remove records that the replica dropped block h from medium m. Its bits
+// stay in the filter until the next rebuild, but once no held block shares
+// its key the key is sent as removed, and receivers stop matching it;
+// removals count toward the rebuild threshold.
 func (b *Builder) Remove(h kvblock.Hash, m Medium) {
 	if int(m) >= MaxMedia {
 		return
@@ -152,10 +164,18 @@ func (b *Builder) Remove(h kvblock.Hash, m Medium) {
 	if md == nil {
 		return
 	}
-	if _, ok := md.set[h]; ok {
-		delete(md.set, h)
-		md.removed++
+	if _, ok := md.set[h]; !ok {
+		return
 	}
+	delete(md.set, h)
+	md.removed++
+	key := KeyOf(h)
+	if md.keys[key]--; md.keys[key] > 0 {
+		return // another held block has the same key
+	}
+	delete(md.keys, key)
+	md.gone[key] = struct{}{}
+	b.record(Change{Medium: m, Key: key, Removed: true})
 }
 
 // Reset replaces the exact set (for example after the engine restarted or a
@@ -171,7 +191,10 @@ func (b *Builder) Reset(sets map[Medium][]kvblock.Hash) {
 		}
 		md := b.medium(m)
 		for _, h := range hs {
-			md.set[h] = struct{}{}
+			if _, ok := md.set[h]; !ok {
+				md.set[h] = struct{}{}
+				md.keys[KeyOf(h)]++
+			}
 		}
 	}
 	b.rebuildLocked()
@@ -188,6 +211,26 @@ func (b *Builder) Len(m Medium) int {
 		return 0
 	}
 	return len(b.media[m].set)
+}
+
+// Prefix returns how many leading blocks of hs the exact set holds on
+// medium m: the cached prefix of a prompt whose full blocks hash to hs.
+func (b *Builder) Prefix(hs []kvblock.Hash, m Medium) int {
+	if int(m) >= MaxMedia {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	md := b.media[m]
+	if md == nil {
+		return 0
+	}
+	for i, h := range hs {
+		if _, ok := md.set[h]; !ok {
+			return i
+		}
+	}
+	return len(hs)
 }
 
 // Version returns the current epoch and the sequence of the last delta.
@@ -244,6 +287,7 @@ func (b *Builder) rebuildLocked() {
 			md.filter.Add(k[:])
 		}
 		md.removed = 0
+		clear(md.gone)
 	}
 	b.epoch++
 	b.seq = 0
@@ -267,13 +311,13 @@ func (b *Builder) Flush() (deltas [][]byte, newEpoch bool) {
 	}
 	oldest := b.oldest.UnixNano()
 	for len(b.pending) > 0 {
-		// Take additions while they fit: KeySize bytes each plus a run header
+		// Take changes while they fit: KeySize bytes each plus a run header
 		// (medium byte and a length varint of at most 3 bytes) per run.
 		size := DeltaSize(b.epoch, b.seq+1, oldest, 0) - 2
 		n := 0
 		for n < len(b.pending) {
 			cost := KeySize
-			if n == 0 || b.pending[n].Medium != b.pending[n-1].Medium {
+			if n == 0 || b.pending[n].Medium != b.pending[n-1].Medium || b.pending[n].Removed != b.pending[n-1].Removed {
 				cost += 4
 			}
 			if n > 0 && size+cost > b.cfg.MaxDeltaBytes {
@@ -283,7 +327,7 @@ func (b *Builder) Flush() (deltas [][]byte, newEpoch bool) {
 			n++
 		}
 		b.seq++
-		d := Delta{Epoch: b.epoch, Seq: b.seq, Oldest: oldest, Adds: b.pending[:n]}
+		d := Delta{Epoch: b.epoch, Seq: b.seq, Oldest: oldest, Changes: b.pending[:n]}
 		deltas = append(deltas, d.Marshal(nil))
 		b.pending = b.pending[n:]
 	}
@@ -306,14 +350,20 @@ func (b *Builder) Snapshot() []byte {
 			continue
 		}
 		words := md.filter.BitSet().Words()
+		gone := make([]Key, 0, len(md.gone))
+		for k := range md.gone {
+			gone = append(gone, k)
+		}
+		slices.Sort(gone)
 		s.Filters = append(s.Filters, Filter{
 			Medium: Medium(m),
 			Count:  uint64(len(md.set)),
 			M:      uint64(md.filter.Cap()),
 			K:      uint8(md.filter.K()),
 			Words:  words,
+			Gone:   gone,
 		})
-		size += 24 + 8*len(words)
+		size += 24 + 8*len(words) + KeySize*len(gone)
 	}
 	b.snapCache = s.Marshal(make([]byte, 0, size))
 	b.snapVersion = [2]uint64{b.epoch, b.seq}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/inferrail/inferrail/internal/kvblock"
 )
 
@@ -115,19 +116,26 @@ func TestRebuildTriggers(t *testing.T) {
 }
 
 func TestFlushRespectsPacketBudget(t *testing.T) {
-	b, _ := newTestBuilder(t, func(c *Config) { c.MaxDeltaBytes = 1200 })
+	b, _ := newTestBuilder(t, func(c *Config) { c.MaxDeltaBytes, c.RebuildRemovals = 1200, 10 })
 	r := rand.New(rand.NewPCG(13, 14))
 	b.Add(0, MediumCPU)
 	b.Rebuild()
-	want := make(map[Add]bool)
+	// Additions and removals interleave, so runs are short and each costs a
+	// header.
+	var want []Change
 	for range 1000 {
 		h := kvblock.Hash(r.Uint64())
-		a := Add{Medium: Medium(r.IntN(2)), Key: KeyOf(h)}
-		want[a] = true
-		b.Add(h, a.Medium)
+		c := Change{Medium: Medium(r.IntN(2)), Key: KeyOf(h)}
+		b.Add(h, c.Medium)
+		want = append(want, c)
+		if r.IntN(3) == 0 {
+			b.Remove(h, c.Medium)
+			c.Removed = true
+			want = append(want, c)
+		}
 	}
 	deltas, _ := b.Flush()
-	got := make(map[Add]bool)
+	var got []Change
 	for i, raw := range deltas {
 		if len(raw) > 1200 {
 			t.Errorf("delta %d is %d bytes > 1200", i, len(raw))
@@ -139,12 +147,10 @@ func TestFlushRespectsPacketBudget(t *testing.T) {
 		if d.Seq != uint64(i+1) {
 			t.Errorf("delta %d has seq %d", i, d.Seq)
 		}
-		for _, a := range d.Adds {
-			got[a] = true
-		}
+		got = append(got, d.Changes...)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("deltas carry %d additions, want %d", len(got), len(want))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("deltas' changes, in order (-want +got):\n%s", diff)
 	}
 	if d, _ := b.Flush(); d != nil {
 		t.Fatalf("second Flush returned %d deltas", len(d))
@@ -169,4 +175,45 @@ func TestNewMediumStartsEpoch(t *testing.T) {
 	if !v.Contains(1, MediumGPU) || !v.Contains(2, MediumCPU) {
 		t.Fatal("view misses blocks after the new epoch")
 	}
+}
+
+// Prefix counts leading blocks of the exact set only: a block the filter
+// still holds after its removal does not count, and the first missing block
+// ends the prefix.
+func TestBuilderPrefix(t *testing.T) {
+	b, _ := newTestBuilder(t, nil)
+	hs := []kvblock.Hash{11, 12, 13, 14}
+	for _, h := range hs {
+		b.Add(h, MediumGPU)
+	}
+	b.Add(99, MediumCPU)
+	cases := []struct {
+		name string
+		hs   []kvblock.Hash
+		m    Medium
+		want int
+	}{
+		{"all held", hs, MediumGPU, 4},
+		{"empty prompt", nil, MediumGPU, 0},
+		{"first missing", []kvblock.Hash{10, 11, 12}, MediumGPU, 0},
+		{"held after a gap", []kvblock.Hash{11, 12, 50, 14}, MediumGPU, 2},
+		{"other medium", hs, MediumCPU, 0},
+		{"unknown medium", hs, Medium(MaxMedia), 0},
+	}
+	for _, c := range cases {
+		if got := b.Prefix(c.hs, c.m); got != c.want {
+			t.Errorf("%s: Prefix = %d, want %d", c.name, got, c.want)
+		}
+	}
+	b.Remove(13, MediumGPU)
+	if got := b.Prefix(hs, MediumGPU); got != 2 {
+		t.Errorf("after removing the third block: Prefix = %d, want 2", got)
+	}
+}
+
+// collides reports whether another held GPU block shares h's key (test aid).
+func (b *Builder) collides(h kvblock.Hash) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.media[MediumGPU].keys[KeyOf(h)] > 0
 }

@@ -71,6 +71,9 @@ func (v *View) LongestPrefixOf(p *Prompt, m Medium) int {
 				return i
 			}
 		}
+		if f.isGone(p.keys[i]) {
+			return i
+		}
 	}
 	return len(p.keys)
 }

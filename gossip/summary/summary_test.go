@@ -398,3 +398,59 @@ func BenchmarkBuilderAdd(b *testing.B) {
 		}
 	}
 }
+
+// TestViewForgetsRemovedBlocks follows a builder through random additions
+// and removals, with a view fed its deltas and a second view started from a
+// snapshot midway: held blocks are always found (no false negatives), blocks
+// removed since are never found, and both views agree on every block.
+func TestViewForgetsRemovedBlocks(t *testing.T) {
+	b, _ := newTestBuilder(t, func(c *Config) { c.Capacity, c.RebuildRemovals = 4096, 100 })
+	follow := NewView()
+	mustApply(t, follow, b.Snapshot())
+	r := rand.New(rand.NewPCG(21, 22))
+	held := map[kvblock.Hash]bool{}
+	var all []kvblock.Hash
+	var late *View
+	for round := range 40 {
+		for range 50 {
+			if len(all) > 0 && r.IntN(2) == 0 {
+				h := all[r.IntN(len(all))]
+				if held[h] {
+					b.Remove(h, MediumGPU)
+				} else {
+					b.Add(h, MediumGPU)
+				}
+				held[h] = !held[h]
+				continue
+			}
+			h := kvblock.Hash(r.Uint64())
+			all = append(all, h)
+			held[h] = true
+			b.Add(h, MediumGPU)
+		}
+		deltas, newEpoch := b.Flush()
+		if newEpoch {
+			t.Fatal("unexpected rebuild")
+		}
+		mustApply(t, follow, deltas...)
+		if late != nil {
+			mustApply(t, late, deltas...)
+		}
+		if round == 20 {
+			late = NewView()
+			mustApply(t, late, b.Snapshot())
+		}
+		for _, h := range all {
+			got := follow.Contains(h, MediumGPU)
+			if got != held[h] && (held[h] || !b.collides(h)) {
+				t.Fatalf("round %d: view says %v for a block held=%v", round, got, held[h])
+			}
+			if prepared := follow.LongestPrefixOf(NewPrompt([]kvblock.Hash{h}, DefaultHashFuncs), MediumGPU) == 1; prepared != got {
+				t.Fatalf("round %d: a prepared prompt says %v where Contains says %v", round, prepared, got)
+			}
+			if late != nil && late.Contains(h, MediumGPU) != got {
+				t.Fatalf("round %d: the snapshot-started view disagrees on a block (held=%v)", round, held[h])
+			}
+		}
+	}
+}

@@ -105,9 +105,14 @@ func (v *View) Apply(b []byte) error {
 	case d.Epoch != cur.epoch || d.Seq != cur.seq+1:
 		return fmt.Errorf("%w: delta (%d,%d) at (%d,%d)", ErrGap, d.Epoch, d.Seq, cur.epoch, cur.seq)
 	}
-	for _, a := range d.Adds {
-		if f := cur.filters[a.Medium]; f != nil {
-			f.add(a.Key)
+	for _, c := range d.Changes {
+		f := cur.filters[c.Medium]
+		switch {
+		case f == nil:
+		case c.Removed:
+			f.remove(c.Key)
+		default:
+			f.add(c.Key)
 		}
 	}
 	ns := *cur
@@ -124,7 +129,8 @@ func (v *View) Reset() {
 }
 
 // Contains reports whether h may be held on medium m (false positives at the
-// filter's rate, never a false negative for a block the view was told about).
+// filter's rate, never a false negative for a block the view was told about;
+// a block the view was told is removed is not held).
 func (v *View) Contains(h kvblock.Hash, m Medium) bool {
 	s := v.state.Load()
 	if s == nil || int(m) >= MaxMedia || s.filters[m] == nil {

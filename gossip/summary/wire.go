@@ -34,8 +34,9 @@ func (m Medium) String() string {
 const (
 	TypeSnapshot byte = 0x01
 	TypeDelta    byte = 0x02
-	// WireVersion is the version byte written after the type byte.
-	WireVersion byte = 1
+	// WireVersion is the version byte written after the type byte. Version 2
+	// added removals to deltas and the removed keys to snapshots.
+	WireVersion byte = 2
 )
 
 // Decoding limits: a filter never has more than MaxFilterBits bits or more
@@ -58,6 +59,10 @@ type Filter struct {
 	M     uint64
 	K     uint8
 	Words []uint64
+	// Gone lists keys whose bits the filter still has but whose blocks the
+	// replica dropped since the filter was built: receivers answer "not
+	// held" for them until the next epoch rebuilds the filter.
+	Gone []Key
 }
 
 // Snapshot is a whole summary at (Epoch, Seq): it includes every delta up to
@@ -67,20 +72,28 @@ type Snapshot struct {
 	Filters    []Filter
 }
 
-// Add is one block added to one medium, by its filter key.
-type Add struct {
+// Change is one block added to, or removed from, one medium, by its filter
+// key.
+type Change struct {
 	Medium Medium
 	Key    Key
+	// Removed reports a removal: no block the replica holds on Medium has
+	// this key any more.
+	Removed bool
 }
 
-// Delta carries the blocks added since sequence Seq-1 of the same epoch.
+// Delta carries the changes since sequence Seq-1 of the same epoch, in the
+// order they happened.
 type Delta struct {
 	Epoch, Seq uint64
-	// Oldest is the time (Unix nanoseconds) the oldest addition in the delta
+	// Oldest is the time (Unix nanoseconds) the oldest change in the delta
 	// was recorded by the builder; receivers use it to measure freshness.
-	Oldest int64
-	Adds   []Add
+	Oldest  int64
+	Changes []Change
 }
+
+// removedRun marks a delta run of removals in its medium byte.
+const removedRun byte = 0x80
 
 // Type reports the type byte of an encoded message, checking its version.
 func Type(b []byte) (byte, error) {
@@ -110,33 +123,43 @@ func (s *Snapshot) Marshal(dst []byte) []byte {
 		for _, w := range f.Words {
 			dst = binary.LittleEndian.AppendUint64(dst, w)
 		}
+		dst = binary.AppendUvarint(dst, uint64(len(f.Gone)))
+		for _, k := range f.Gone {
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(k))
+		}
 	}
 	return dst
 }
 
-// Marshal appends the delta's encoding to dst. Consecutive additions to the
-// same medium share one run header.
+// Marshal appends the delta's encoding to dst. Consecutive changes of the
+// same kind to the same medium share one run header (the medium byte, with
+// the high bit set for removals, and the run length).
 func (d *Delta) Marshal(dst []byte) []byte {
 	dst = append(dst, TypeDelta, WireVersion)
 	dst = binary.AppendUvarint(dst, d.Epoch)
 	dst = binary.AppendUvarint(dst, d.Seq)
 	dst = binary.AppendUvarint(dst, uint64(d.Oldest))
-	for i := 0; i < len(d.Adds); {
+	cs := d.Changes
+	for i := 0; i < len(cs); {
 		j := i
-		for j < len(d.Adds) && d.Adds[j].Medium == d.Adds[i].Medium {
+		for j < len(cs) && cs[j].Medium == cs[i].Medium && cs[j].Removed == cs[i].Removed {
 			j++
 		}
-		dst = append(dst, byte(d.Adds[i].Medium))
+		head := byte(cs[i].Medium)
+		if cs[i].Removed {
+			head |= removedRun
+		}
+		dst = append(dst, head)
 		dst = binary.AppendUvarint(dst, uint64(j-i))
-		for _, a := range d.Adds[i:j] {
-			dst = binary.LittleEndian.AppendUint32(dst, uint32(a.Key))
+		for _, c := range cs[i:j] {
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(c.Key))
 		}
 		i = j
 	}
 	return dst
 }
 
-// DeltaSize returns the encoded size of a delta with n additions in one run
+// DeltaSize returns the encoded size of a delta with n changes in one run
 // and the given header values; used to cut deltas to a packet budget.
 func DeltaSize(epoch, seq uint64, oldest int64, n int) int {
 	var tmp [binary.MaxVarintLen64]byte
@@ -226,6 +249,20 @@ func UnmarshalSnapshot(b []byte) (*Snapshot, error) {
 			f.Words[j] = binary.LittleEndian.Uint64(r.b[8*j:])
 		}
 		r.b = r.b[words*8:]
+		gone := r.uvarint("gone count")
+		if r.err == nil && gone > uint64(len(r.b))/KeySize {
+			r.fail("%d gone keys do not fit %d bytes", gone, len(r.b))
+		}
+		if r.err != nil {
+			break
+		}
+		if gone > 0 {
+			f.Gone = make([]Key, gone)
+			for j := range f.Gone {
+				f.Gone[j] = Key(binary.LittleEndian.Uint32(r.b[KeySize*j:]))
+			}
+			r.b = r.b[gone*KeySize:]
+		}
 		s.Filters = append(s.Filters, f)
 	}
 	if r.err == nil && len(r.b) != 0 {
@@ -254,7 +291,9 @@ func UnmarshalDelta(b []byte) (*Delta, error) {
 	}
 	d.Oldest = int64(oldest)
 	for r.err == nil && len(r.b) > 0 {
-		m := Medium(r.byte1("medium"))
+		head := r.byte1("medium")
+		removed := head&removedRun != 0
+		m := Medium(head &^ removedRun)
 		n := r.uvarint("run length")
 		switch {
 		case r.err != nil:
@@ -266,11 +305,11 @@ func UnmarshalDelta(b []byte) (*Delta, error) {
 		if r.err != nil {
 			break
 		}
-		if d.Adds == nil {
-			d.Adds = make([]Add, 0, n)
+		if d.Changes == nil {
+			d.Changes = make([]Change, 0, n)
 		}
 		for j := uint64(0); j < n; j++ {
-			d.Adds = append(d.Adds, Add{Medium: m, Key: Key(binary.LittleEndian.Uint32(r.b[KeySize*j:]))})
+			d.Changes = append(d.Changes, Change{Medium: m, Key: Key(binary.LittleEndian.Uint32(r.b[KeySize*j:])), Removed: removed})
 		}
 		r.b = r.b[n*KeySize:]
 	}

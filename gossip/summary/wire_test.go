@@ -22,6 +22,9 @@ func randomSnapshot(r *rand.Rand) *Snapshot {
 		for i := range f.Words {
 			f.Words[i] = r.Uint64()
 		}
+		for range r.IntN(3) * r.IntN(50) {
+			f.Gone = append(f.Gone, Key(r.Uint32()))
+		}
 		s.Filters = append(s.Filters, f)
 	}
 	return s
@@ -30,7 +33,7 @@ func randomSnapshot(r *rand.Rand) *Snapshot {
 func randomDelta(r *rand.Rand) *Delta {
 	d := &Delta{Epoch: r.Uint64(), Seq: r.Uint64(), Oldest: r.Int64()}
 	for range r.IntN(300) {
-		d.Adds = append(d.Adds, Add{Medium: Medium(r.IntN(MaxMedia)), Key: Key(r.Uint32())})
+		d.Changes = append(d.Changes, Change{Medium: Medium(r.IntN(MaxMedia)), Key: Key(r.Uint32()), Removed: r.IntN(3) == 0})
 	}
 	return d
 }
@@ -61,17 +64,17 @@ func TestDeltaRoundTripProperty(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("case %d: round trip mismatch (-want +got):\n%s", i, diff)
 		}
-		if len(want.Adds) > 0 && allOneMedium(want.Adds) {
-			if n := DeltaSize(want.Epoch, want.Seq, want.Oldest, len(want.Adds)); n != len(b) {
+		if len(want.Changes) > 0 && allOneRun(want.Changes) {
+			if n := DeltaSize(want.Epoch, want.Seq, want.Oldest, len(want.Changes)); n != len(b) {
 				t.Fatalf("case %d: DeltaSize = %d, encoded %d bytes", i, n, len(b))
 			}
 		}
 	}
 }
 
-func allOneMedium(adds []Add) bool {
-	for _, a := range adds {
-		if a.Medium != adds[0].Medium {
+func allOneRun(cs []Change) bool {
+	for _, c := range cs {
+		if c.Medium != cs[0].Medium || c.Removed != cs[0].Removed {
 			return false
 		}
 	}
@@ -80,7 +83,7 @@ func allOneMedium(adds []Add) bool {
 
 func TestUnmarshalRejects(t *testing.T) {
 	good := (&Snapshot{Epoch: 1, Seq: 2, Filters: []Filter{{Medium: 0, Count: 1, M: 64, K: 3, Words: []uint64{7}}}}).Marshal(nil)
-	goodDelta := (&Delta{Epoch: 1, Seq: 2, Adds: []Add{{Key: 9}}}).Marshal(nil)
+	goodDelta := (&Delta{Epoch: 1, Seq: 2, Changes: []Change{{Key: 9}}}).Marshal(nil)
 	tests := []struct {
 		name  string
 		b     []byte
@@ -98,7 +101,9 @@ func TestUnmarshalRejects(t *testing.T) {
 		{name: "bad medium", b: []byte{TypeSnapshot, WireVersion, 1, 1, 1, MaxMedia, 0, 64, 3}},
 		{name: "zero bits", b: []byte{TypeSnapshot, WireVersion, 1, 1, 1, 0, 0, 0, 3}},
 		{name: "zero k", b: []byte{TypeSnapshot, WireVersion, 1, 1, 1, 0, 0, 64, 0}},
-		{name: "repeated medium", b: []byte{TypeSnapshot, WireVersion, 1, 1, 2, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0}},
+		{name: "repeated medium", b: []byte{TypeSnapshot, WireVersion, 1, 1, 2, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+		{name: "gone keys past the end", b: []byte{TypeSnapshot, WireVersion, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 2, 3, 4}},
+		{name: "delta removal bad medium", b: []byte{TypeDelta, WireVersion, 1, 1, 0, 0x80 | MaxMedia, 1, 0, 0, 0, 0}, delta: true},
 		{name: "huge filter", b: []byte{TypeSnapshot, WireVersion, 1, 1, 1, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 3}},
 		{name: "delta truncated hash", b: goodDelta[:len(goodDelta)-1], delta: true},
 		{name: "delta empty run", b: []byte{TypeDelta, WireVersion, 1, 1, 0, 0, 0}, delta: true},
