@@ -24,10 +24,13 @@ const (
 	// blocks).
 	ExactFalsePositiveRate = 1e-7
 	// ExactRebuildRemovedFraction starts a new summary epoch (a snapshot
-	// without the evicted blocks) once evictions since the last one pass
-	// this fraction of the blocks held (default 0.25): at most 1% of the
-	// blocks a balancer believes present are gone.
-	ExactRebuildRemovedFraction = 0.01
+	// rebuilt from the blocks held) once evictions since the last one pass
+	// this fraction of the blocks held (default 0.25). Deltas carry the
+	// evictions, so balancers stop matching an evicted block within a load
+	// interval either way; what the rebuild clears is the evicted blocks'
+	// bits, which raise the filter's false-positive rate as if it held that
+	// many more blocks: at 5%, from 1e-7 to at most about 2e-7 (at 25%, 3e-6).
+	ExactRebuildRemovedFraction = 0.05
 	// ExactResyncAfter is how long a balancer waits for a missing delta or
 	// snapshot before it asks for one: three load intervals, as by default.
 	ExactResyncAfter = 3 * ExactLoadInterval

@@ -34,7 +34,7 @@ func TestSidecarExactYAML(t *testing.T) {
 	want := sidecar.DefaultConfig()
 	want.Scrape.Interval = 10 * time.Millisecond
 	want.Summary.FalsePositiveRate = 1e-7
-	want.Summary.RebuildRemovedFraction = 0.01
+	want.Summary.RebuildRemovedFraction = 0.05
 	want.Gossip.Timings = gossip.Timings{LoadInterval: 5 * time.Millisecond, ResyncInterval: 50 * time.Millisecond}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("exact-state sidecar config (-want +got):\n%s", diff)
