@@ -75,7 +75,8 @@ type CompareConfig struct {
 
 // Compare runs every configured run on a fresh, cold fleet with the same
 // arrivals (per repetition), writes each result to OutDir and returns them.
-// A run that fails is logged and skipped; the error lists every failure.
+// A run that fails is retried once, then logged and skipped; the error lists
+// every failure.
 func Compare(ctx context.Context, cc CompareConfig, log *slog.Logger) ([]*Result, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -95,6 +96,12 @@ func Compare(ctx context.Context, cc CompareConfig, log *slog.Logger) ([]*Result
 			}
 			log.Info("bench run", "label", p.label, "repetition", rep)
 			res, err := compareOne(ctx, cc, p.info, p.label, rep, log)
+			if err != nil && ctx.Err() == nil {
+				// A fleet that did not start (a port taken between picking
+				// and binding it, say) is retried once on a new cold fleet.
+				log.Warn("bench run failed; retrying once", "label", p.label, "err", err)
+				res, err = compareOne(ctx, cc, p.info, p.label, rep, log)
+			}
 			if err != nil {
 				log.Error("bench run failed", "label", p.label, "err", err)
 				errs = append(errs, fmt.Errorf("%s (repetition %d): %w", p.label, rep, err))
