@@ -39,6 +39,7 @@ func devConfig(args []string, stderr io.Writer) (devfleet.Config, error) {
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "served model name")
 	fs.IntVar(&cfg.CacheBlocks, "num-gpu-blocks", cfg.CacheBlocks, "KV blocks per simulator (0: the simulator's default)")
 	fs.BoolVar(&cfg.ZeroLatency, "zero-latency", cfg.ZeroLatency, "simulator steps take no time")
+	fs.DurationVar(&cfg.OverlayTTL, "overlay-ttl", cfg.OverlayTTL, "balancers' memory of their own placements (0: the policy's default, 10s; negative: none)")
 	fs.BoolVar(&cfg.ExactState, "exact-state", cfg.ExactState, "exact-state oracle: tiny bloom false-positive rate, load and summary deltas every 5ms (a benchmark reference, not a production setting; docs/dev-fleet.md)")
 	fs.StringVar(&cfg.LogDir, "log-dir", "", "directory for the children's logs (default: a temporary directory)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "children's log level")

@@ -17,6 +17,7 @@ func TestDevConfig(t *testing.T) {
 	}{
 		{"defaults", nil, func(*devfleet.Config) {}, false},
 		{"exact state", []string{"--exact-state"}, func(c *devfleet.Config) { c.ExactState = true }, false},
+		{"overlay off", []string{"--exact-state", "--overlay-ttl", "-1ns"}, func(c *devfleet.Config) { c.ExactState, c.OverlayTTL = true, -1 }, false},
 		{"fleet shape", []string{"--replicas", "2", "--balancers", "3", "--port", "0", "--policy", "prefix_hash", "--exact-state=false"},
 			func(c *devfleet.Config) { c.Replicas, c.Balancers, c.Port, c.Policy = 2, 3, 0, "prefix_hash" }, false},
 		{"unknown flag", []string{"--exact"}, nil, true},

@@ -42,6 +42,14 @@ type Config struct {
 	// every few milliseconds. It costs gossip bandwidth and CPU, so it is a
 	// reference for benchmarks, not a production setting.
 	ExactState bool
+	// OverlayTTL sets how long the balancers remember their own placements
+	// (the model's routing.overlay.ttl): 0 keeps the policy's default (10s),
+	// a negative value turns the overlay off. The overlay predicts a
+	// placement's prompt blocks on its replica whatever the summary says, so
+	// under cache pressure it over-predicts blocks evicted since; an
+	// exact-state fleet needs it only for the few milliseconds its state
+	// takes to arrive and for prefills still running (docs/dev-fleet.md).
+	OverlayTTL time.Duration
 	// LogDir receives one log file per process (default: a temporary
 	// directory, removed on Stop unless KeepLogs).
 	LogDir string

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,12 +43,11 @@ type sidecarSummary struct {
 	FPRate   float64        `json:"fp_rate"`
 }
 
-// converged reports nil once, for every replica, the balancer's view of its
-// summary is at the sidecar's version and holds as many blocks as the
-// sidecar's exact set, which holds as many as the engine's prefix cache: the
-// state is then exchanged all the way and what remains is the exact-state
-// fleet's residual delay, not missing state.
-func converged(ctx context.Context, f *devfleet.Fleet) error {
+// converged reports nil when, for every replica, the sidecar's block set is
+// the engine's prefix cache (the same hashes) and the balancer's view of its
+// summary is at the sidecar's version with as many blocks. held receives
+// each engine's block hashes.
+func converged(ctx context.Context, f *devfleet.Fleet, held map[string][]uint64) error {
 	var st struct {
 		Members []struct {
 			Name    string `json:"name"`
@@ -70,16 +70,31 @@ func converged(ctx context.Context, f *devfleet.Fleet) error {
 		if err := getJSON(ctx, r.EngineURL+"/inferrail/debug/kv_cache", &kv); err != nil {
 			return err
 		}
-		engine := 0
+		var engine []uint64
 		for _, rk := range kv.Ranks {
-			engine += len(rk.Hashes)
+			engine = append(engine, rk.Hashes...)
+		}
+		slices.Sort(engine)
+		held[r.Name] = engine
+		var dump struct {
+			Blocks map[string][]uint64 `json:"blocks"`
+		}
+		if err := getJSON(ctx, r.SidecarAdmin+"/debug/blocks", &dump); err != nil {
+			return err
+		}
+		var side []uint64
+		for medium, hs := range dump.Blocks {
+			if strings.EqualFold(medium, "gpu") {
+				side = append(side, hs...)
+			}
+		}
+		slices.Sort(side)
+		if !slices.Equal(side, engine) {
+			return fmt.Errorf("%s: sidecar holds %d blocks, engine %d, not the same", r.Name, len(side), len(engine))
 		}
 		var sc sidecarSummary
 		if err := getJSON(ctx, r.SidecarAdmin+"/v1/summary", &sc); err != nil {
 			return err
-		}
-		if sc.Blocks["gpu"] != engine {
-			return fmt.Errorf("%s: sidecar holds %d blocks, engine %d", r.Name, sc.Blocks["gpu"], engine)
 		}
 		found := false
 		for _, m := range st.Members {
@@ -89,9 +104,6 @@ func converged(ctx context.Context, f *devfleet.Fleet) error {
 			found = true
 			if m.Summary == nil {
 				return fmt.Errorf("balancer has no summary of %s", r.Name)
-			}
-			if engine == 0 {
-				break // an empty cache: any version of the summary says so
 			}
 			if m.Summary.Epoch != sc.Epoch || m.Summary.Seq != sc.Seq || m.Summary.Blocks["gpu"] != sc.Blocks["gpu"] {
 				return fmt.Errorf("%s: balancer view %+v behind sidecar %d/%d with %d blocks", r.Name, m.Summary, sc.Epoch, sc.Seq, sc.Blocks["gpu"])
@@ -104,18 +116,34 @@ func converged(ctx context.Context, f *devfleet.Fleet) error {
 	return nil
 }
 
-// waitConverged polls converged until it holds or ctx ends.
-func waitConverged(ctx context.Context, f *devfleet.Fleet) error {
+// waitConverged polls converged until it has held for a few gossip periods
+// (so the sidecars flushed whatever they had pending when their sets caught
+// up with the engines, and the balancer applied it), or ctx ends. It returns
+// each engine's block hashes.
+func waitConverged(ctx context.Context, f *devfleet.Fleet) (map[string][]uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	t := time.NewTicker(2 * time.Millisecond)
 	defer t.Stop()
+	held := map[string][]uint64{}
+	var since time.Time
+	var last error // the last reason, not the deadline's
 	for {
-		err := converged(ctx, f)
-		if err == nil {
-			return nil
+		err := converged(ctx, f, held)
+		switch {
+		case err != nil:
+			if ctx.Err() == nil {
+				last = err
+			}
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		case time.Since(since) >= 4*devfleet.ExactLoadInterval:
+			return held, nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("state never converged: %w", err)
+			return nil, fmt.Errorf("state never converged: %w", last)
 		case <-t.C:
 		}
 	}
@@ -182,14 +210,33 @@ func chat(ctx context.Context, url, model string, msgs []chatMessage) (pred, cac
 // has reached the balancer (which with exact-state takes milliseconds; the
 // residual delay is what docs/dev-fleet.md lists). Generated tokens' blocks,
 // which the balancer can only know from the engines' caches, are part of
-// every later turn's prefix.
+// every later turn's prefix. Under cache pressure the engines evict, and the
+// balancer must stop predicting evicted blocks; that needs the overlay off
+// (it remembers placements, not evictions).
 func TestExactStateFleetPredictsEngineCache(t *testing.T) {
 	bin := buildBinary(t)
+	tests := []struct {
+		name       string
+		blocks     int
+		overlayTTL time.Duration
+		minEvicted int
+	}{
+		{"roomy cache, default overlay", 8000, 0, 0},
+		{"cache pressure, no overlay", 150, -1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			testExactState(t, bin, tt.blocks, tt.overlayTTL, tt.minEvicted)
+		})
+	}
+}
+
+func testExactState(t *testing.T, bin string, blocks int, overlayTTL time.Duration, minEvicted int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // hang guard
 	defer cancel()
 	cfg := devfleet.DefaultConfig()
 	cfg.Binary, cfg.Replicas, cfg.Balancers, cfg.Port = bin, 2, 1, 0
-	cfg.ZeroLatency, cfg.CacheBlocks = true, 8000 // no evictions: removals lag until a rebuild
+	cfg.ZeroLatency, cfg.CacheBlocks, cfg.OverlayTTL = true, blocks, overlayTTL
 	cfg.ExactState = true
 	cfg.LogDir = t.TempDir()
 	f, err := devfleet.Start(ctx, cfg, nil)
@@ -226,6 +273,32 @@ func TestExactStateFleetPredictsEngineCache(t *testing.T) {
 	history := map[[2]int][]chatMessage{}
 	replicas := map[string]int{}
 	var hits, beyondSystem int
+	seen := map[string]map[uint64]bool{} // every block each engine has held
+	evicted := 0
+	settle := func(k int) {
+		held, err := waitConverged(ctx, f)
+		if err != nil {
+			t.Fatalf("before request %d: %v", k, err)
+		}
+		for name, hs := range held {
+			now := make(map[uint64]bool, len(hs))
+			for _, h := range hs {
+				now[h] = true
+			}
+			if seen[name] == nil {
+				seen[name] = map[uint64]bool{}
+			}
+			for h := range seen[name] {
+				if !now[h] {
+					evicted++
+					delete(seen[name], h)
+				}
+			}
+			for h := range now {
+				seen[name][h] = true
+			}
+		}
+	}
 	for k := range requests {
 		g, c := rnd.IntN(groups), rnd.IntN(convs)
 		key := [2]int{g, c}
@@ -234,9 +307,7 @@ func TestExactStateFleetPredictsEngineCache(t *testing.T) {
 			msgs = []chatMessage{{Role: "system", Content: systems[g]}}
 		}
 		msgs = append(msgs, chatMessage{Role: "user", Content: fmt.Sprintf("turn %d of request %d: q%d q%d", len(msgs), k, rnd.IntN(1000), rnd.IntN(1000))})
-		if err := waitConverged(ctx, f); err != nil {
-			t.Fatalf("before request %d: %v", k, err)
-		}
+		settle(k)
 		pred, cached, replica, answer, err := chat(ctx, f.Balancers[0].URL, cfg.Model, msgs)
 		if err != nil {
 			t.Fatalf("request %d: %v", k, err)
@@ -254,10 +325,14 @@ func TestExactStateFleetPredictsEngineCache(t *testing.T) {
 		replicas[replica]++
 		history[key] = append(msgs, chatMessage{Role: "assistant", Content: answer})
 	}
-	// The traffic did exercise the cache: most requests hit, and later
-	// turns too.
+	settle(requests)
+	// The traffic did exercise the cache: most requests hit, later turns
+	// too, and the engines evicted as many blocks as the case needs.
 	if hits < requests/2 || beyondSystem == 0 {
 		t.Errorf("%d of %d requests hit, %d later turns hit; the workload did not exercise the cache", hits, requests, beyondSystem)
 	}
-	t.Logf("requests per replica: %v; %d of %d hit", replicas, hits, requests)
+	if evicted < minEvicted {
+		t.Errorf("engines evicted %d blocks, want at least %d", evicted, minEvicted)
+	}
+	t.Logf("requests per replica: %v; %d of %d hit; %d blocks evicted", replicas, hits, requests, evicted)
 }

@@ -66,3 +66,42 @@ func TestBalancerYAMLExactState(t *testing.T) {
 		t.Errorf("exact-state balancer config (-want +got):\n%s", diff)
 	}
 }
+
+// OverlayTTL reaches the model's routing config: 0 keeps the default,
+// a negative value writes 0 (no overlay); nothing else changes.
+func TestBalancerYAMLOverlayTTL(t *testing.T) {
+	tests := []struct {
+		name string
+		ttl  time.Duration
+		want time.Duration
+	}{
+		{"default", 0, 10 * time.Second},
+		{"short", 50 * time.Millisecond, 50 * time.Millisecond},
+		{"off", -1, 0},
+	}
+	var base balancer.Config
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.OverlayTTL = tt.ttl
+			bc, err := balancer.LoadConfigFile(writeTemp(t, "b.yaml", balancerYAML(cfg, 0, 18080, 19090, 17946, "127.0.0.1:7000")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := bc.Validate(); err != nil {
+				t.Fatalf("invalid: %v", err)
+			}
+			if got := bc.Models[0].Routing.Overlay.TTL; got != tt.want {
+				t.Errorf("overlay ttl %v, want %v", got, tt.want)
+			}
+			bc.Models[0].Routing.Overlay.TTL = 0
+			if i == 0 {
+				base = bc
+				return
+			}
+			if diff := cmp.Diff(base, bc); diff != "" {
+				t.Errorf("config differs beyond the overlay ttl (-default +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -218,6 +218,9 @@ func balancerYAML(cfg Config, i, port, admin, gport int, seed string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "listen: 127.0.0.1:%d\nadmin: 127.0.0.1:%d\n", port, admin)
 	fmt.Fprintf(&sb, "models:\n  - name: %q\n    tokenizer: builtin:sim\n    block_size: %d\n", cfg.Model, cfg.BlockSize)
+	if cfg.OverlayTTL != 0 {
+		fmt.Fprintf(&sb, "    routing:\n      overlay:\n        ttl: %s\n", max(cfg.OverlayTTL, 0))
+	}
 	fmt.Fprintf(&sb, "gossip:\n  enabled: true\n  bind: 127.0.0.1:%d\n  node_name: balancer-%d\n  profile: local\n  join: [%q]\n", gport, i, seed)
 	if cfg.ExactState {
 		sb.WriteString(balancerExactGossip())
