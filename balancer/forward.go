@@ -283,6 +283,9 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	}
 	rep.Counters.FirstByte(uncached)
 	defer rep.Counters.Done(uncached, true)
+	if o := route.OverlayOf(rq.model.policy); o != nil {
+		o.Settle(rq.hashes, rep.ID, b.now())
+	}
 	b.fleet.ReportSuccess(rep)
 	b.m.ttft.WithLabelValues(rq.model.cfg.Name).Observe(b.now().Sub(rq.start).Seconds())
 	extra := http.Header{HeaderRequestID: {rq.id}, HeaderReplica: {rep.ID}}

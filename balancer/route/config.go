@@ -112,6 +112,10 @@ type CostConfig struct {
 type OverlayConfig struct {
 	// TTL is how long a placement is remembered (0 disables the overlay).
 	TTL time.Duration `yaml:"ttl"`
+	// Settle is how long a placement is still remembered once its request
+	// got its first byte (0: the whole TTL); after that the replica's
+	// summary, which also hears of evictions, decides.
+	Settle time.Duration `yaml:"settle"`
 	// Slots is the size of the overlay's table, a power of two.
 	Slots int `yaml:"slots"`
 	// Stride is the finest spacing, in blocks, of the prefix lengths a
@@ -152,7 +156,7 @@ func DefaultConfig() Config {
 		MaxSummaryAge: 10 * time.Second,
 		KVAware:       KVAwareConfig{PrefixWeight: 2, LoadWeight: 1, KVUsageWeight: 1},
 		Cost:          DefaultCostConfig(),
-		Overlay:       OverlayConfig{TTL: 10 * time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32},
+		Overlay:       OverlayConfig{TTL: 10 * time.Second, Settle: time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32},
 	}
 }
 
@@ -208,6 +212,9 @@ func (c Config) Validate() error {
 	o := c.Overlay
 	if o.TTL < 0 {
 		bad("overlay.ttl", ">= 0", o.TTL)
+	}
+	if o.Settle < 0 {
+		bad("overlay.settle", ">= 0", o.Settle)
 	}
 	if o.Slots < 2 || o.Slots&(o.Slots-1) != 0 || o.Slots > 1<<24 {
 		bad("overlay.slots", "a power of two in [2, 16777216]", o.Slots)

@@ -32,6 +32,7 @@ type Overlay struct {
 	slots        []slot
 	mask         uint64
 	ttl          int64
+	settle       int64
 	stride       int
 	maxPoints    int
 	prefixBlocks int
@@ -59,6 +60,7 @@ func NewOverlay(cfg OverlayConfig, prefixBlocks int) *Overlay {
 		slots:        make([]slot, n),
 		mask:         uint64(n - 1),
 		ttl:          int64(cfg.TTL),
+		settle:       int64(cfg.Settle),
 		stride:       max(cfg.Stride, 1),
 		maxPoints:    max(cfg.MaxPoints, 1),
 		prefixBlocks: max(prefixBlocks, 1),
@@ -69,6 +71,47 @@ func NewOverlay(cfg OverlayConfig, prefixBlocks int) *Overlay {
 // replica named replicaID at now.
 func (o *Overlay) Record(hashes []kvblock.Hash, replicaID string, now time.Time) {
 	o.record(hashes, hashID(replicaID), now)
+}
+
+// Settle shortens the placements of this prompt on replicaID to expire at
+// most Settle after now: called when the placed request got its first byte,
+// its prefill is done and the replica's summary will show the blocks within
+// a gossip interval. From then on the summary, which also hears of
+// evictions, decides; without this a placement would be predicted for the
+// whole TTL even after the replica evicted it. No-op when Settle is 0.
+func (o *Overlay) Settle(hashes []kvblock.Hash, replicaID string, now time.Time) {
+	n := len(hashes)
+	if n == 0 || o.settle <= 0 {
+		return
+	}
+	replica, exp := hashID(replicaID), now.UnixNano()+o.settle
+	stride := o.strideFor(n)
+	o.shorten(hashes[n-1], replica, exp)
+	for b := stride; b < n; b += stride {
+		o.shorten(hashes[b-1], replica, exp)
+	}
+	if p := o.prefixBlocks; p < n && p%stride != 0 {
+		o.shorten(hashes[p-1], replica, exp)
+	}
+}
+
+// shorten lowers the expiry of h's entry on replica to exp, if it is later.
+func (o *Overlay) shorten(h kvblock.Hash, replica uint64, exp int64) {
+	pair := o.pair(h)
+	for k := range pair {
+		sl := &pair[k]
+		if sl.key.Load() != uint64(h) || sl.replica.Load() != replica || sl.expires.Load() <= exp {
+			continue
+		}
+		seq := sl.seq.Load()
+		if seq&1 != 0 || !sl.seq.CompareAndSwap(seq, seq+1) {
+			continue // a write is in progress: it refreshes the slot anyway
+		}
+		if sl.key.Load() == uint64(h) && sl.replica.Load() == replica && sl.expires.Load() > exp {
+			sl.expires.Store(exp)
+		}
+		sl.seq.Store(seq + 2)
+	}
 }
 
 // LongestPrefix returns the longest prefix of hashes, in blocks, that the

@@ -153,3 +153,36 @@ func TestOverlayTwoWays(t *testing.T) {
 		t.Error("a new prefix did not take the dead slot")
 	}
 }
+
+// Once its request got its first byte, a placement is remembered for Settle
+// more, not the rest of its TTL; other replicas' placements of the same
+// prompt keep theirs, and Settle 0 keeps the TTL.
+func TestOverlaySettle(t *testing.T) {
+	hs := prompt(1, 1, 64, 64)
+	t0 := time.Unix(1000, 0)
+	for _, settle := range []time.Duration{0, time.Second} {
+		cfg := DefaultConfig().Overlay
+		cfg.Settle = settle
+		o := NewOverlay(cfg, 8)
+		o.Record(hs, "a", t0)
+		o.Record(hs, "b", t0)
+		o.Settle(hs, "a", t0.Add(2*time.Second))
+		at := func(d time.Duration, id string) int { return o.LongestPrefix(hs, id, t0.Add(d)) }
+		if got := at(2500*time.Millisecond, "a"); got != 64 {
+			t.Errorf("settle %v: within the grace the placement holds %d blocks, want 64", settle, got)
+		}
+		wantA := 0
+		if settle == 0 {
+			wantA = 64
+		}
+		if got := at(4*time.Second, "a"); got != wantA {
+			t.Errorf("settle %v: after the grace the placement holds %d blocks, want %d", settle, got, wantA)
+		}
+		if got := at(4*time.Second, "b"); got != 64 {
+			t.Errorf("settle %v: the other replica's placement holds %d blocks, want 64", settle, got)
+		}
+		if got := at(11*time.Second, "b"); got != 0 {
+			t.Errorf("settle %v: past the TTL the placement holds %d blocks, want 0", settle, got)
+		}
+	}
+}
