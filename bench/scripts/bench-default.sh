@@ -1,6 +1,6 @@
 #!/bin/sh
 # Regenerates the committed benchmark results and reports for the default
-# setup (about 50 minutes on 2 cores). Run after `make build`.
+# setup (about 90 minutes on 2 cores). Run after `make build`.
 #
 # Every run starts a cold fleet of 4 simulated replicas (Llama-3.1-8B on one
 # H100, 4,096 KV blocks of 16 tokens each) and replays the same seeded
@@ -19,11 +19,12 @@
 # mooncake: the first minute of the conversation trace at 2x speed, prompts
 #   cut at 8,192 tokens.
 #
-# WORKLOADS="W1 W6" runs some parts; REPETITIONS=3 repeats with new seeds.
+# WORKLOADS="W1 W6" runs some parts; REPETITIONS (default 2) repeats every run
+# with seeds 1, 2, ...
 set -eu
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-bin/inferrail}
-REPS=${REPETITIONS:-1}
+REPS=${REPETITIONS:-2}
 if [ ! -x "$BIN" ]; then
 	echo "bench: $BIN not found; run 'make build' first" >&2
 	exit 1
