@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/inferrail}
 OUT=${DEMO_OUT:-${TMPDIR:-/tmp}/inferrail-demo}
 DURATION=${DEMO_DURATION:-45s}
-RATE=${DEMO_RATE:-24}
+RATE=${DEMO_RATE:-48}
 if [ ! -x "$BIN" ]; then
 	echo "demo: $BIN not found; run 'make build' first" >&2
 	exit 1
