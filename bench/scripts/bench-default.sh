@@ -1,6 +1,6 @@
 #!/bin/sh
 # Regenerates the committed benchmark results and reports for the default
-# setup (about 90 minutes on 2 cores). Run after `make build`.
+# setup (about 85 minutes on 2 cores). Run after `make build`.
 #
 # Every run starts a cold fleet of 4 simulated replicas (Llama-3.1-8B on one
 # H100, 4,096 KV blocks of 16 tokens each) and replays the same seeded
