@@ -38,6 +38,8 @@ type Transport struct {
 	packetCh chan *memberlist.Packet
 	streamCh chan net.Conn
 	down     atomic.Bool
+	shutOnce sync.Once
+	shut     chan struct{} // closed by Shutdown: pending dials give up
 }
 
 var _ memberlist.Transport = (*Transport)(nil)
@@ -60,6 +62,7 @@ func (nw *Network) NewTransport() *Transport {
 		port:     7946,
 		packetCh: make(chan *memberlist.Packet, packetQueue),
 		streamCh: make(chan net.Conn, streamQueue),
+		shut:     make(chan struct{}),
 	}
 	t.addr = net.JoinHostPort(ip.String(), "7946")
 	nw.nodes[t.addr] = t
@@ -128,17 +131,23 @@ func (e errTimeout) Temporary() bool { return true }
 
 // DialTimeout implements memberlist.Transport: a connection to a live node
 // is a net.Pipe handed to its StreamCh; a node that is down or unknown makes
-// the dial wait for the timeout and fail.
+// the dial wait for the timeout and fail. A dial pending when this
+// endpoint shuts down fails at once, so a stopped node leaves no goroutine
+// waiting on a timer (which a synctest bubble would call a deadlock).
 func (t *Transport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
 	if t.down.Load() {
-		return nil, errors.New("transport is down")
+		return nil, errDown
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	dst := t.nw.lookup(addr)
 	if dst == nil {
-		<-timer.C
-		return nil, errTimeout{addr}
+		select {
+		case <-timer.C:
+			return nil, errTimeout{addr}
+		case <-t.shut:
+			return nil, errDown
+		}
 	}
 	local, remote := net.Pipe()
 	select {
@@ -148,8 +157,15 @@ func (t *Transport) DialTimeout(addr string, timeout time.Duration) (net.Conn, e
 		_ = local.Close()
 		_ = remote.Close()
 		return nil, errTimeout{addr}
+	case <-t.shut:
+		_ = local.Close()
+		_ = remote.Close()
+		return nil, errDown
 	}
 }
+
+// errDown is a dial from an endpoint that is down.
+var errDown = errors.New("transport is down")
 
 // StreamCh implements memberlist.Transport.
 func (t *Transport) StreamCh() <-chan net.Conn { return t.streamCh }
@@ -157,5 +173,6 @@ func (t *Transport) StreamCh() <-chan net.Conn { return t.streamCh }
 // Shutdown implements memberlist.Transport: the endpoint goes down.
 func (t *Transport) Shutdown() error {
 	t.down.Store(true)
+	t.shutOnce.Do(func() { close(t.shut) })
 	return nil
 }

@@ -87,3 +87,30 @@ func TestTransportDial(t *testing.T) {
 		}
 	})
 }
+
+// A dial waiting for an unknown address (or a live one whose inbox is full)
+// gives up as soon as the dialing endpoint shuts down, not at its timeout:
+// a stopped node must leave no goroutine asleep on a timer in a bubble.
+func TestTransportShutdownEndsPendingDial(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nw := NewNetwork()
+		a := nw.NewTransport()
+		start := time.Now()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := a.DialTimeout("10.9.9.9:7946", time.Hour)
+			errc <- err
+		}()
+		synctest.Wait()
+		if err := a.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		err := <-errc
+		if !errors.Is(err, errDown) {
+			t.Errorf("pending dial returned %v, want the transport-down error", err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("pending dial returned after %v of fake time, want at once", waited)
+		}
+	})
+}
