@@ -115,6 +115,7 @@ func index(sets []Set, goals []Goal, reproduce string) string {
 			first.Workload.Rate, first.Workload.Duration, first.Config.Replicas, first.Config.CacheBlocks,
 			dirName(s.Workload), ReportFile, dirName(s.Workload), ReportFile)
 		headline(&sb, s.Groups)
+		verdict(&sb, s.Groups)
 	}
 	sb.WriteString("\nNumbers come from `inferrail sim` (a latency model of Llama-3.1-8B on one H100), not GPUs, on a shared machine; compare runs with each other, not with hardware.\n")
 	return sb.String()
