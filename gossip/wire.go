@@ -37,6 +37,39 @@ type Load struct {
 	// the engine (the sidecar counts each prompt past the prefix its block
 	// set holds at arrival).
 	WaitingPrefillTokens uint64 `json:"waiting_prefill_tokens"`
+	// Pending is the requests the sidecar is proxying whose prefill is not
+	// over (no first token yet): WaitingPrefillTokens is their work. An
+	// engine that reports more waiting requests than this serves traffic
+	// that bypasses the sidecar.
+	Pending uint32 `json:"pending"`
+	// Origins breaks InFlight, Pending and WaitingPrefillTokens down by the
+	// balancer that sent the requests (at most MaxOrigins, the largest
+	// first), so that a balancer can add the other balancers' share to its
+	// own exact counts without counting its own twice.
+	Origins []OriginLoad `json:"origins,omitempty"`
+}
+
+// MaxOrigins bounds Load.Origins on the wire.
+const MaxOrigins = 8
+
+// OriginLoad is one balancer's share of a replica's load.
+type OriginLoad struct {
+	// Origin names the balancer (its gossip node name).
+	Origin string `json:"origin"`
+	// InFlight, Pending and PrefillTokens are as in Load, for this origin.
+	InFlight      uint32 `json:"in_flight"`
+	Pending       uint32 `json:"pending"`
+	PrefillTokens uint64 `json:"prefill_tokens"`
+}
+
+// Origin returns the share of the balancer named origin (zero when absent).
+func (l *Load) Origin(origin string) OriginLoad {
+	for _, o := range l.Origins {
+		if o.Origin == origin {
+			return o
+		}
+	}
+	return OriginLoad{Origin: origin}
 }
 
 // announce is a sidecar's periodic report to balancers and observers.
@@ -66,7 +99,18 @@ func (a *announce) marshal() []byte {
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(a.Load.KVCacheUsage))
 	b = binary.AppendUvarint(b, a.Load.WaitingPrefillTokens)
 	b = binary.AppendUvarint(b, a.Epoch)
-	return binary.AppendUvarint(b, a.Seq)
+	b = binary.AppendUvarint(b, a.Seq)
+	// Added after the first release: decoders accept messages that end here.
+	b = binary.AppendUvarint(b, uint64(a.Load.Pending))
+	origins := a.Load.Origins[:min(len(a.Load.Origins), MaxOrigins)]
+	b = binary.AppendUvarint(b, uint64(len(origins)))
+	for _, o := range origins {
+		b = appendString(b, o.Origin[:min(len(o.Origin), maxNameLen)])
+		b = binary.AppendUvarint(b, uint64(o.InFlight))
+		b = binary.AppendUvarint(b, uint64(o.Pending))
+		b = binary.AppendUvarint(b, o.PrefillTokens)
+	}
+	return b
 }
 
 // marshalSummary wraps an encoded summary message (gossip/summary) for the wire.
@@ -193,6 +237,23 @@ func decodeAnnounce(from string, body []byte) (announce, error) {
 	a.Load.WaitingPrefillTokens = d.uvarint()
 	a.Epoch = d.uvarint()
 	a.Seq = d.uvarint()
+	if d.err == nil && len(d.b) > 0 { // a sender that reports pending and origins
+		a.Load.Pending = d.uint32()
+		n := d.uvarint()
+		if n > MaxOrigins {
+			d.fail("%d origins", n)
+		}
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			o := OriginLoad{Origin: d.string()}
+			if d.err == nil && (o.Origin == "" || len(o.Origin) > maxNameLen) {
+				d.fail("origin name of %d bytes", len(o.Origin))
+			}
+			o.InFlight = d.uint32()
+			o.Pending = d.uint32()
+			o.PrefillTokens = d.uvarint()
+			a.Load.Origins = append(a.Load.Origins, o)
+		}
+	}
 	d.end()
 	return a, d.err
 }

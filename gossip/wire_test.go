@@ -90,8 +90,12 @@ func TestAnnounceRoundTripProperty(t *testing.T) {
 	for i := range 1000 {
 		want := announce{From: "sidecar-" + string(rune('a'+r.IntN(26))), SentAt: r.Int64(),
 			Load: Load{Running: r.Uint32(), Waiting: r.Uint32(), InFlight: r.Uint32(), KVCacheUsage: r.Float32(),
-				WaitingPrefillTokens: r.Uint64()},
+				WaitingPrefillTokens: r.Uint64(), Pending: r.Uint32()},
 			Epoch: r.Uint64(), Seq: r.Uint64()}
+		for j := range r.IntN(MaxOrigins + 1) {
+			want.Load.Origins = append(want.Load.Origins, OriginLoad{Origin: "balancer-" + string(rune('a'+j)),
+				InFlight: r.Uint32(), Pending: r.Uint32(), PrefillTokens: r.Uint64()})
+		}
 		b := want.marshal()
 		h, body, err := decodeHeader(b)
 		if err != nil || h.typ != msgAnnounce || h.from != want.From {
@@ -104,9 +108,33 @@ func TestAnnounceRoundTripProperty(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Fatalf("case %d: round trip (-want +got):\n%s", i, diff)
 		}
-		if len(b) > 80 {
-			t.Fatalf("announcement is %d bytes", len(b))
+		if limit := 80 + len(want.Load.Origins)*45; len(b) > limit {
+			t.Fatalf("announcement with %d origins is %d bytes, over %d", len(want.Load.Origins), len(b), limit)
 		}
+	}
+}
+
+// An announcement from a sender that predates Pending and Origins (it ends
+// after the summary version) still decodes, and a count of origins over the
+// bound is rejected.
+func TestAnnounceCompatibility(t *testing.T) {
+	a := announce{From: "s", SentAt: 5, Load: Load{Running: 2, WaitingPrefillTokens: 9}, Epoch: 1, Seq: 2}
+	b := a.marshal()
+	h, body, err := decodeHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := body[:len(body)-2] // without Pending (0) and the origin count (0)
+	got, err := decodeAnnounce(h.from, old)
+	if err != nil {
+		t.Fatalf("old announcement: %v", err)
+	}
+	if diff := cmp.Diff(a, got); diff != "" {
+		t.Errorf("old announcement (-want +got):\n%s", diff)
+	}
+	bad := append(append([]byte{}, old...), 0, MaxOrigins+1)
+	if _, err := decodeAnnounce(h.from, bad); !errors.Is(err, ErrMalformed) {
+		t.Errorf("%d origins: err %v, want ErrMalformed", MaxOrigins+1, err)
 	}
 }
 
