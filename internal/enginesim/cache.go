@@ -79,13 +79,21 @@ type Load struct {
 	// FreeBlocks is the free queue's length; TotalBlocks the usable blocks;
 	// CachedBlocks the distinct hashes in the prefix cache.
 	FreeBlocks, TotalBlocks, CachedBlocks int
+	// BeforeFirstToken is the number of sequences (pending, waiting or
+	// running) that have not produced their first token yet: the requests
+	// whose prefill is queued or under way. BeforeFirstTokenPromptTokens is
+	// the sum of their prompt lengths. Together with Decoding they are the
+	// scheduler state a router's load accounting is checked against.
+	BeforeFirstToken, BeforeFirstTokenPromptTokens int
+	// Decoding is the number of running sequences past their first token.
+	Decoding int
 }
 
 // Load returns the engine's current occupancy.
 func (e *Engine) Load() Load {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return Load{
+	l := Load{
 		Running:      len(e.running),
 		Waiting:      len(e.waiting),
 		Pending:      len(e.pending),
@@ -94,4 +102,15 @@ func (e *Engine) Load() Load {
 		TotalBlocks:  e.pool.usable(),
 		CachedBlocks: len(e.pool.cached),
 	}
+	for _, q := range [][]*seq{e.pending, e.waiting, e.running} {
+		for _, s := range q {
+			if s.firstToken.IsZero() {
+				l.BeforeFirstToken++
+				l.BeforeFirstTokenPromptTokens += s.promptLen
+			} else if s.state == seqRunning {
+				l.Decoding++
+			}
+		}
+	}
+	return l
 }
