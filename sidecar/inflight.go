@@ -1,72 +1,221 @@
 package sidecar
 
-import "sync/atomic"
+import (
+	"cmp"
+	"slices"
+	"sync"
+)
 
 // DataPathCounts are the exact counts the data path keeps of the work it has
 // handed to the engine.
+//
+// A request's prefill is over at its first token, not at its response
+// headers: engines send a stream's headers when they admit it, and a
+// non-streaming response's headers only when the whole generation is done.
+// So a stream counts as prefilling until its first token-bearing event, and
+// a non-streaming request until the engine's metrics show it running (the
+// engine admits requests in arrival order, so when it reports R running, the
+// R oldest requests in flight are past their queue; see markRunning) or its
+// response arrives, whichever is first. Its decode is never counted as
+// queued prefill.
 type DataPathCounts struct {
 	// InFlight is the number of requests between arrival and the end of
 	// their response body.
 	InFlight int64 `json:"in_flight"`
-	// WaitingFirstByte is the number of requests forwarded (or being read)
-	// whose response headers have not come back yet: queued or prefilling
-	// in the engine.
-	WaitingFirstByte int64 `json:"waiting_first_byte"`
+	// Prefilling is the number of requests in flight whose prefill is not
+	// over: queued or prefilling in the engine.
+	Prefilling int64 `json:"prefilling"`
 	// PromptTokens is the sum of the prompt tokens of the requests in
 	// flight (exact when the prompt was tokenized, else estimated; see
 	// docs/sidecar.md).
 	PromptTokens int64 `json:"prompt_tokens"`
-	// WaitingPromptTokens is the part of PromptTokens whose requests wait
-	// for their first byte: prefill work queued or running in the engine.
+	// WaitingPromptTokens is the part of PromptTokens whose requests are
+	// prefilling.
 	WaitingPromptTokens int64 `json:"waiting_prompt_tokens"`
 	// WaitingPrefillTokens is the part of WaitingPromptTokens the engine
-	// has to compute: each waiting prompt's tokens past the prefix the
+	// has to compute: each prefilling prompt's tokens past the prefix the
 	// sidecar's block set held when the request arrived (at least the last
 	// token, which the engine always computes). Balancers read it as the
 	// prefill work queued ahead of a new request.
 	WaitingPrefillTokens int64 `json:"waiting_prefill_tokens"`
+	// Origins breaks the counts down by the balancer that sent the requests
+	// (the x-inferrail-balancer request header), largest first; requests
+	// without the header are in the totals only.
+	Origins []OriginCounts `json:"origins,omitempty"`
 }
 
-// inflight holds the live counts; every field is updated atomically so the
-// request path takes no lock.
-type inflight struct {
-	inFlight, waiting, promptTokens, waitingTokens, waitingPrefill atomic.Int64
+// OriginCounts is one balancer's share of the data path's counts.
+type OriginCounts struct {
+	Origin        string `json:"origin"`
+	InFlight      int64  `json:"in_flight"`
+	Prefilling    int64  `json:"prefilling"`
+	PrefillTokens int64  `json:"prefill_tokens"`
+}
+
+// maxOrigins bounds the distinct origins the ledger tracks; requests from
+// further origins are counted in the totals only.
+const maxOrigins = 64
+
+// ledger is the data path's requests in flight, in arrival order, and the
+// counts derived from them. A short mutex section per request event; the
+// counts are read at every response and every scrape.
+type ledger struct {
+	mu      sync.Mutex // protects the fields below
+	next    uint64
+	live    []*entry // in arrival order
+	c       DataPathCounts
+	origins map[string]*OriginCounts
+}
+
+// entry is one request in flight.
+type entry struct {
+	id     uint64
+	origin *OriginCounts // nil: not from a named balancer
+	stream bool
+	// tokens and prefill are the prompt tokens counted while prefilling,
+	// and the uncached part of them.
+	tokens, prefill int64
+	prefilled, done bool
+}
+
+// admit records a request's arrival from origin ("" for none).
+func (l *ledger) admit(origin string, stream bool) *entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next++
+	e := &entry{id: l.next, stream: stream}
+	if origin != "" {
+		o := l.origins[origin]
+		if o == nil && len(l.origins) < maxOrigins {
+			if l.origins == nil {
+				l.origins = make(map[string]*OriginCounts)
+			}
+			o = &OriginCounts{Origin: origin}
+			l.origins[origin] = o
+		}
+		e.origin = o
+	}
+	l.live = append(l.live, e)
+	l.c.InFlight++
+	l.c.Prefilling++
+	if o := e.origin; o != nil {
+		o.InFlight++
+		o.Prefilling++
+	}
+	return e
+}
+
+// setStream records whether e is a streaming request (known once its body
+// is read).
+func (l *ledger) setStream(e *entry, stream bool) {
+	l.mu.Lock()
+	e.stream = stream
+	l.mu.Unlock()
+}
+
+// addTokens counts e's prompt of tokens tokens, prefill of them uncached,
+// as prefilling until e's prefill is over.
+func (l *ledger) addTokens(e *entry, tokens, prefill int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.c.PromptTokens += tokens
+	if e.prefilled || e.done {
+		e.tokens = tokens
+		return
+	}
+	e.tokens, e.prefill = tokens, prefill
+	l.c.WaitingPromptTokens += tokens
+	l.c.WaitingPrefillTokens += prefill
+	if o := e.origin; o != nil {
+		o.PrefillTokens += prefill
+	}
+}
+
+// prefilled records that e's prefill is over (idempotent).
+func (l *ledger) prefilled(e *entry) {
+	l.mu.Lock()
+	l.prefilledLocked(e)
+	l.mu.Unlock()
+}
+
+func (l *ledger) prefilledLocked(e *entry) {
+	if e.prefilled {
+		return
+	}
+	e.prefilled = true
+	l.c.Prefilling--
+	l.c.WaitingPromptTokens -= e.tokens
+	l.c.WaitingPrefillTokens -= e.prefill
+	if o := e.origin; o != nil {
+		o.Prefilling--
+		o.PrefillTokens -= e.prefill
+	}
+}
+
+// finish records the end of e's response (idempotent).
+func (l *ledger) finish(e *entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.done {
+		return
+	}
+	l.prefilledLocked(e)
+	e.done = true
+	l.c.InFlight--
+	l.c.PromptTokens -= e.tokens
+	if o := e.origin; o != nil {
+		o.InFlight--
+		if o.InFlight == 0 {
+			delete(l.origins, o.Origin)
+		}
+	}
+	if i := slices.Index(l.live, e); i >= 0 {
+		l.live = slices.Delete(l.live, i, i+1)
+	}
+}
+
+// markRunning applies an engine report of running requests: engines admit
+// in arrival order, so the running oldest requests in flight are past their
+// queue. Non-streaming ones among them count as prefilled from now on (their
+// first token is invisible to the data path); streams keep waiting for their
+// first token, which the data path sees. A long prompt still in a later
+// chunk of its prefill is thereby counted as done a little early.
+func (l *ledger) markRunning(running int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.live[:min(running, len(l.live))] {
+		if !e.stream {
+			l.prefilledLocked(e)
+		}
+	}
 }
 
 // Counts returns the current counts.
-func (f *inflight) Counts() DataPathCounts {
-	return DataPathCounts{
-		InFlight:             f.inFlight.Load(),
-		WaitingFirstByte:     f.waiting.Load(),
-		PromptTokens:         f.promptTokens.Load(),
-		WaitingPromptTokens:  f.waitingTokens.Load(),
-		WaitingPrefillTokens: f.waitingPrefill.Load(),
+func (l *ledger) Counts() DataPathCounts {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.c
+	if len(l.origins) > 0 {
+		c.Origins = make([]OriginCounts, 0, len(l.origins))
+		for _, o := range l.origins {
+			c.Origins = append(c.Origins, *o)
+		}
+		slices.SortFunc(c.Origins, func(a, b OriginCounts) int {
+			return cmp.Or(cmp.Compare(b.InFlight, a.InFlight), cmp.Compare(a.Origin, b.Origin))
+		})
 	}
+	return c
 }
 
-// firstByteLatch decrements the waiting count exactly once per request, on
-// the first of: response headers received, an error, or the end of the
-// request.
-type firstByteLatch struct {
-	done    atomic.Bool
-	f       *inflight
-	tokens  atomic.Int64 // prompt tokens counted as waiting
-	prefill atomic.Int64 // of which uncached
-}
-
-func (l *firstByteLatch) release() {
-	if l.done.CompareAndSwap(false, true) {
-		l.f.waiting.Add(-1)
-		l.f.waitingTokens.Add(-l.tokens.Load())
-		l.f.waitingPrefill.Add(-l.prefill.Load())
+// Origin returns the totals and the share of one origin, without building
+// the whole breakdown (for the per-response load report).
+func (l *ledger) Origin(origin string) (total DataPathCounts, own OriginCounts) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	total = l.c
+	if o := l.origins[origin]; o != nil {
+		own = *o
 	}
-}
-
-// addTokens counts n prompt tokens, prefill of them uncached, as waiting
-// until release.
-func (l *firstByteLatch) addTokens(n, prefill int64) {
-	l.tokens.Store(n)
-	l.prefill.Store(prefill)
-	l.f.waitingTokens.Add(n)
-	l.f.waitingPrefill.Add(prefill)
+	own.Origin = origin
+	return total, own
 }

@@ -91,8 +91,10 @@ func newMetrics(reg prometheus.Registerer, dataPath func() DataPathCounts) *metr
 		reg.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "proxy_requests_in_flight",
 				Help: "Data-path requests in flight."}, func() float64 { return float64(dataPath().InFlight) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "proxy_requests_waiting_first_byte",
-				Help: "Data-path requests waiting for the engine's first byte."}, func() float64 { return float64(dataPath().WaitingFirstByte) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "proxy_requests_prefilling",
+				Help: "Data-path requests whose prefill is not over (no first token yet)."}, func() float64 { return float64(dataPath().Prefilling) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "proxy_prefill_tokens_waiting",
+				Help: "Uncached prompt tokens of the data-path requests whose prefill is not over."}, func() float64 { return float64(dataPath().WaitingPrefillTokens) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "proxy_prompt_tokens_in_flight",
 				Help: "Prompt tokens of the data-path requests in flight."}, func() float64 { return float64(dataPath().PromptTokens) }),
 		)

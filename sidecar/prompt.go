@@ -72,6 +72,8 @@ type promptInfo struct {
 	hashes [][]kvblock.Hash
 	// noHashes says why hashes is nil: "no_tokenizer" or "model_unknown".
 	noHashes string
+	// stream reports whether the request asked for a streamed response.
+	stream bool
 }
 
 // promptBody is the part of a chat or completions request the sidecar reads.
@@ -81,6 +83,7 @@ type promptBody struct {
 	Messages  []chatMessage   `json:"messages"`
 	Prompt    json.RawMessage `json:"prompt"`
 	CacheSalt string          `json:"cache_salt"`
+	Stream    bool            `json:"stream"`
 }
 
 type chatMessage struct {
@@ -111,6 +114,7 @@ func (p *promptInspector) inspect(body []byte, chat bool) (info promptInfo, ok b
 	if err := json.Unmarshal(body, &req); err != nil {
 		return promptInfo{}, false
 	}
+	defer func() { info.stream = req.Stream }()
 	model := p.model()
 	var lora string
 	if p.lora != nil {

@@ -14,10 +14,13 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/loadreport"
+	"github.com/inferrail/inferrail/internal/openai"
 )
 
 // promptObserver receives the prompts of requests the engine accepted (a 2xx
@@ -34,8 +37,12 @@ type proxy struct {
 	log     *slog.Logger
 	m       *metrics
 	rp      *httputil.ReverseProxy
-	counts  inflight
+	counts  ledger
 	inspect *promptInspector
+	// engineLoad returns the engine's running and waiting requests and KV
+	// usage from its last readable metrics page (nil: unknown), for the
+	// per-response load report.
+	engineLoad func() (running, waiting int64, kvUsage float64, ok bool)
 	// cachedTokens returns the tokens of the prompts' blocks the replica
 	// holds as a leading prefix (nil: none are counted as cached).
 	cachedTokens func(hashes [][]kvblock.Hash) int
@@ -62,8 +69,10 @@ func newEngineTransport(cfg ProxyConfig) *http.Transport {
 
 // reqState travels with one request through the reverse proxy.
 type reqState struct {
-	latch  firstByteLatch
-	prompt bool // a chat or completions request
+	e      *entry
+	origin string // the balancer that sent it ("" for none or invalid)
+	prompt bool   // a chat or completions request
+	stream bool   // the request asked for a stream
 	hashes [][]kvblock.Hash
 }
 
@@ -76,7 +85,7 @@ func newProxy(target *url.URL, cfg ProxyConfig, tr http.RoundTripper, inspect *p
 			pr.SetURL(target)
 			pr.SetXForwarded()
 		},
-		Transport:      firstByteTransport{next: tr},
+		Transport:      prefillTransport{next: tr, counts: &p.counts},
 		FlushInterval:  -1, // flush every write: SSE frames go out as they come
 		ErrorHandler:   p.upstreamError,
 		ModifyResponse: p.responseStarted,
@@ -85,25 +94,44 @@ func newProxy(target *url.URL, cfg ProxyConfig, tr http.RoundTripper, inspect *p
 	return p
 }
 
-// firstByteTransport releases the request's first-byte latch as soon as the
-// engine's response headers arrive (or the round trip fails).
-type firstByteTransport struct{ next http.RoundTripper }
+// prefillTransport ends a request's prefill when the engine's response
+// headers arrive, unless the response is a stream of tokens: then its
+// prefill ends at the first token-bearing event (DataPathCounts). A failed
+// round trip ends it too.
+type prefillTransport struct {
+	next   http.RoundTripper
+	counts *ledger
+}
 
-func (t firstByteTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (t prefillTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
-	if st, ok := r.Context().Value(reqStateKey{}).(*reqState); ok {
-		st.latch.release()
+	st, ok := r.Context().Value(reqStateKey{}).(*reqState)
+	if !ok {
+		return resp, err
 	}
-	return resp, err
+	if err != nil || !st.stream || resp.StatusCode/100 != 2 || !isEventStream(resp.Header) {
+		t.counts.prefilled(st.e)
+		return resp, err
+	}
+	e := st.e
+	resp.Body = &openai.FirstTokenReader{R: resp.Body, OnFirstToken: func() { t.counts.prefilled(e) }}
+	return resp, nil
+}
+
+func isEventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= len("text/event-stream") && strings.EqualFold(ct[:len("text/event-stream")], "text/event-stream")
 }
 
 // ServeHTTP forwards one request to the engine.
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.counts.inFlight.Add(1)
-	defer p.counts.inFlight.Add(-1)
-	p.counts.waiting.Add(1)
-	st := &reqState{latch: firstByteLatch{f: &p.counts}}
-	defer st.latch.release()
+	st := &reqState{}
+	if o := r.Header.Get(loadreport.Origin); loadreport.ValidOrigin(o) {
+		st.origin = o
+	}
+	r.Header.Del(loadreport.Origin)
+	st.e = p.counts.admit(st.origin, false)
+	defer p.counts.finish(st.e)
 
 	if r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/completions") {
 		st.prompt = true
@@ -113,16 +141,37 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeOpenAIError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("read request body: %v", err))
 			return
 		}
-		p.counts.promptTokens.Add(int64(tokens))
-		defer p.counts.promptTokens.Add(-int64(tokens))
+		p.counts.setStream(st.e, st.stream)
 		prefill := tokens
 		if p.cachedTokens != nil && st.hashes != nil {
 			prefill = max(tokens-p.cachedTokens(st.hashes), len(st.hashes))
 		}
-		st.latch.addTokens(int64(tokens), int64(prefill))
+		p.counts.addTokens(st.e, int64(tokens), int64(prefill))
+	}
+	if st.origin != "" {
+		// The report's trailer is filled in when the response ends.
+		w.Header().Set("Trailer", loadreport.Header)
 	}
 	ctx := context.WithValue(r.Context(), reqStateKey{}, st)
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
+	if st.origin != "" {
+		w.Header().Set(loadreport.Header, p.report(st.origin))
+	}
+}
+
+// report returns the load report for a response to origin.
+func (p *proxy) report(origin string) string {
+	total, own := p.counts.Origin(origin)
+	r := loadreport.Report{
+		InFlight: total.InFlight, Prefilling: total.Prefilling, PrefillTokens: max(total.WaitingPrefillTokens, 0),
+		OwnInFlight: own.InFlight, OwnPrefilling: own.Prefilling, OwnPrefillTokens: max(own.PrefillTokens, 0),
+	}
+	if p.engineLoad != nil {
+		if running, waiting, kv, ok := p.engineLoad(); ok {
+			r.Running, r.Waiting, r.KVUsage = running, waiting, kv
+		}
+	}
+	return r.Encode()
 }
 
 // readPrompt reads a small enough body to count its prompt tokens and learn
@@ -152,6 +201,7 @@ func (p *proxy) readPrompt(r *http.Request, st *reqState, chat bool) (int, error
 		p.m.promptsUntokenized.WithLabelValues(info.noHashes).Inc()
 	}
 	st.hashes = info.hashes
+	st.stream = info.stream
 	return info.tokens, nil
 }
 
@@ -164,6 +214,9 @@ type readCloser struct {
 func (p *proxy) responseStarted(resp *http.Response) error {
 	p.m.proxyRequests.WithLabelValues(strconv.Itoa(resp.StatusCode / 100 * 100)).Inc()
 	st, ok := resp.Request.Context().Value(reqStateKey{}).(*reqState)
+	if ok && st.origin != "" {
+		resp.Header.Set(loadreport.Header, p.report(st.origin))
+	}
 	if !ok || !st.prompt || resp.StatusCode/100 != 2 {
 		return nil
 	}

@@ -166,13 +166,13 @@ func TestProxyClientGoneCancelsUpstream(t *testing.T) {
 				t.Fatalf("first line %q, %v", line, err)
 			}
 			waitFor(t, started, "upstream start")
-			if c := p.counts.Counts(); c.InFlight != 1 || c.WaitingFirstByte != 0 {
+			if c := p.counts.Counts(); c.InFlight != 1 || c.Prefilling != 0 {
 				t.Errorf("counts while streaming = %+v, want 1 in flight, 0 waiting", c)
 			}
 			cancel()
 			resp.Body.Close()
 			waitFor(t, cancelled, "upstream cancellation")
-			if err := waitUntil(func() bool { return p.counts.Counts() == DataPathCounts{} }); err != nil {
+			if err := waitUntil(func() bool { return cmp.Equal(p.counts.Counts(), DataPathCounts{}) }); err != nil {
 				t.Errorf("counts after the client left = %+v, want zero", p.counts.Counts())
 			}
 		})
@@ -212,7 +212,7 @@ func TestProxyCounts(t *testing.T) {
 		errc <- err
 	}()
 	waitFor(t, inHandler, "request at the engine")
-	before := DataPathCounts{InFlight: 1, WaitingFirstByte: 1, PromptTokens: int64(want), WaitingPromptTokens: int64(want), WaitingPrefillTokens: int64(want - 4)}
+	before := DataPathCounts{InFlight: 1, Prefilling: 1, PromptTokens: int64(want), WaitingPromptTokens: int64(want), WaitingPrefillTokens: int64(want - 4)}
 	if diff := cmp.Diff(before, p.counts.Counts()); diff != "" {
 		t.Errorf("before first byte (-want +got):\n%s", diff)
 	}
@@ -220,7 +220,7 @@ func TestProxyCounts(t *testing.T) {
 	waitFor(t, inHandler, "headers sent")
 	// The headers reach the proxy's transport before ModifyResponse; the
 	// observer runs there, so wait for it through the counts' owner below.
-	if err := waitUntil(func() bool { return p.counts.Counts().WaitingFirstByte == 0 }); err != nil {
+	if err := waitUntil(func() bool { return p.counts.Counts().Prefilling == 0 }); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(DataPathCounts{InFlight: 1, PromptTokens: int64(want)}, p.counts.Counts()); diff != "" {
@@ -230,7 +230,7 @@ func TestProxyCounts(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	if err := waitUntil(func() bool { return p.counts.Counts() == DataPathCounts{} }); err != nil {
+	if err := waitUntil(func() bool { return cmp.Equal(p.counts.Counts(), DataPathCounts{}) }); err != nil {
 		t.Errorf("after the end: %v", err)
 	}
 	if n := p.prompts.Load(); n != 1 {
@@ -306,7 +306,7 @@ func TestProxyEngineUnreachable(t *testing.T) {
 	if got := metricValue(t, m.proxyRequests.WithLabelValues("upstream_error")); got != 1 {
 		t.Errorf("upstream_error count = %v, want 1", got)
 	}
-	if c := p.counts.Counts(); c != (DataPathCounts{}) {
+	if c := p.counts.Counts(); !cmp.Equal(c, DataPathCounts{}) {
 		t.Errorf("counts after failure = %+v, want zero", c)
 	}
 }

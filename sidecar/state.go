@@ -45,7 +45,20 @@ func (s *Sidecar) onScrape(l engine.Load, err error) {
 	s.lastLoad.Store(o)
 	if err == nil {
 		s.lastGood.Store(o)
+		if s.proxy != nil {
+			s.proxy.counts.markRunning(int(l.Running))
+		}
 	}
+}
+
+// engineLoad returns the engine's running and waiting requests and KV usage
+// from the last scrape, when it was readable.
+func (s *Sidecar) engineLoad() (running, waiting int64, kvUsage float64, ok bool) {
+	o := s.lastLoad.Load()
+	if o == nil || o.err != nil {
+		return 0, 0, 0, false
+	}
+	return int64(o.load.Running), int64(o.load.Waiting), o.load.KVUsage, true
 }
 
 // Load returns the current load report. While the engine's page is

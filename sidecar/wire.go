@@ -104,14 +104,19 @@ func (g *gossipAdapter) SetLoad(r LoadReport) {
 	l := gossip.Load{
 		InFlight:             clampU32(r.DataPath.InFlight),
 		WaitingPrefillTokens: uint64(max(r.DataPath.WaitingPrefillTokens, 0)),
+		Pending:              clampU32(r.DataPath.Prefilling),
+	}
+	for _, o := range r.DataPath.Origins[:min(len(r.DataPath.Origins), gossip.MaxOrigins)] {
+		l.Origins = append(l.Origins, gossip.OriginLoad{Origin: o.Origin, InFlight: clampU32(o.InFlight),
+			Pending: clampU32(o.Prefilling), PrefillTokens: uint64(max(o.PrefillTokens, 0))})
 	}
 	if r.Readable {
 		l.Running = clampU32(int64(r.Engine.Running))
 		l.Waiting = clampU32(int64(r.Engine.Waiting))
 		l.KVCacheUsage = float32(r.Engine.KVUsage)
 	} else {
-		l.Running = clampU32(r.DataPath.InFlight - r.DataPath.WaitingFirstByte)
-		l.Waiting = clampU32(r.DataPath.WaitingFirstByte)
+		l.Running = clampU32(r.DataPath.InFlight - r.DataPath.Prefilling)
+		l.Waiting = clampU32(r.DataPath.Prefilling)
 		l.KVCacheUsage = float32(r.Engine.KVUsage)
 	}
 	g.n.SetLoad(l)

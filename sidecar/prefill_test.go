@@ -1,0 +1,138 @@
+package sidecar
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferrail/inferrail/internal/loadreport"
+	"github.com/inferrail/inferrail/internal/tokenize/simtok"
+)
+
+// A stream stays prefilling after its headers and its role-only first chunk,
+// until its first token-bearing event; its origin's share and the load
+// report in its headers and trailer say the same.
+func TestProxyStreamPrefillEndsAtFirstToken(t *testing.T) {
+	for _, proto := range []string{"http1", "h2c"} {
+		t.Run(proto, func(t *testing.T) {
+			step := make(chan struct{})
+			upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				_, _ = io.WriteString(w, `data: {"choices":[{"delta":{"role":"assistant","content":""}}]}`+"\n\n")
+				w.(http.Flusher).Flush()
+				<-step
+				_, _ = io.WriteString(w, `data: {"choices":[{"delta":{"content":"Hi"}}]}`+"\n\n")
+				w.(http.Flusher).Flush()
+				<-step
+				_, _ = io.WriteString(w, "data: [DONE]\n\n")
+			})
+			p, srv, _ := testProxy(t, upstream, simTok, nil)
+			p.engineLoad = func() (int64, int64, float64, bool) { return 5, 2, 0.25, true }
+			client := srv.Client()
+			if proto == "h2c" {
+				client = h2cClient()
+			}
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/completions",
+				strings.NewReader(`{"model":"m","prompt":"0123456789abcdefghij","stream":true}`))
+			req.Header.Set(loadreport.Origin, "balancer-a")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.Header.Get(loadreport.Origin) != "" {
+				t.Errorf("the origin header came back")
+			}
+			head, err := loadreport.Parse(resp.Header.Get(loadreport.Header))
+			if err != nil {
+				t.Fatalf("report in the headers: %v", err)
+			}
+			tokens := int64(len(simtok.Encode("0123456789abcdefghij", true)))
+			want := loadreport.Report{Running: 5, Waiting: 2, KVUsage: 0.25, InFlight: 1, Prefilling: 1, PrefillTokens: tokens,
+				OwnInFlight: 1, OwnPrefilling: 1, OwnPrefillTokens: tokens}
+			if diff := cmp.Diff(want, head); diff != "" {
+				t.Errorf("report at the headers (-want +got):\n%s", diff)
+			}
+			br := bufio.NewReader(resp.Body)
+			readEvent(t, br)
+			c := p.counts.Counts()
+			if c.Prefilling != 1 || c.WaitingPrefillTokens != tokens || len(c.Origins) != 1 || c.Origins[0].Prefilling != 1 {
+				t.Errorf("after the role chunk: %+v, want still prefilling", c)
+			}
+			step <- struct{}{}
+			readEvent(t, br)
+			if err := waitUntil(func() bool { return p.counts.Counts().Prefilling == 0 }); err != nil {
+				t.Fatalf("after the first token: %+v", p.counts.Counts())
+			}
+			c = p.counts.Counts()
+			if c.InFlight != 1 || c.WaitingPrefillTokens != 0 || c.Origins[0].PrefillTokens != 0 || c.Origins[0].InFlight != 1 {
+				t.Errorf("after the first token: %+v", c)
+			}
+			step <- struct{}{}
+			if _, err := io.Copy(io.Discard, br); err != nil {
+				t.Fatal(err)
+			}
+			tail, err := loadreport.Parse(resp.Trailer.Get(loadreport.Header))
+			if err != nil {
+				t.Fatalf("report in the trailer: %v (trailer %v)", err, resp.Trailer)
+			}
+			if tail.Prefilling != 0 || tail.OwnPrefillTokens != 0 || tail.OwnInFlight != 1 {
+				t.Errorf("report at the end = %+v, want the request in flight, past its prefill", tail)
+			}
+			if err := waitUntil(func() bool { return cmp.Equal(p.counts.Counts(), DataPathCounts{}) }); err != nil {
+				t.Errorf("after the end: %+v", p.counts.Counts())
+			}
+		})
+	}
+}
+
+func readEvent(t *testing.T, br *bufio.Reader) {
+	t.Helper()
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read event: %v", err)
+		}
+		if line == "\n" {
+			return
+		}
+	}
+}
+
+// A non-streaming request counts as prefilling until the engine reports it
+// running (the oldest requests in flight are the running ones), not for its
+// whole decode; a stream ahead of it is left to its first token.
+func TestLedgerMarkRunning(t *testing.T) {
+	var l ledger
+	stream := l.admit("a", true)
+	l.addTokens(stream, 100, 100)
+	plain := l.admit("a", false)
+	l.addTokens(plain, 50, 40)
+	later := l.admit("b", false)
+	l.addTokens(later, 30, 30)
+	l.markRunning(2)
+	c := l.Counts()
+	if c.Prefilling != 2 || c.WaitingPrefillTokens != 130 {
+		t.Fatalf("after 2 running: %+v, want the stream and the newest request prefilling (130 tokens)", c)
+	}
+	want := []OriginCounts{{Origin: "a", InFlight: 2, Prefilling: 1, PrefillTokens: 100}, {Origin: "b", InFlight: 1, Prefilling: 1, PrefillTokens: 30}}
+	if diff := cmp.Diff(want, c.Origins); diff != "" {
+		t.Errorf("origins (-want +got):\n%s", diff)
+	}
+	l.finish(plain)
+	l.markRunning(2) // now the stream and later
+	if c := l.Counts(); c.Prefilling != 1 || c.WaitingPrefillTokens != 100 || c.InFlight != 2 {
+		t.Errorf("after the second report: %+v", c)
+	}
+	l.finish(stream)
+	l.finish(later)
+	l.finish(later)
+	if c := l.Counts(); !cmp.Equal(c, DataPathCounts{}) {
+		t.Errorf("after the end: %+v", c)
+	}
+}
