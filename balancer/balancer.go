@@ -2,6 +2,8 @@ package balancer
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/zeebo/xxh3"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/inferrail/inferrail/balancer/fleet"
@@ -31,6 +34,10 @@ type Balancer struct {
 	gather prometheus.Gatherer
 	m      *metrics
 	node   *gossip.Node // nil: gossip disabled
+	// name is the balancer's identity: its gossip node name, which its
+	// requests carry to sidecars (loadreport.Origin) and which seeds its
+	// policies' randomness apart from other balancers'.
+	name string
 	fleet  *fleet.Fleet
 	proxy  *proxy.Proxy
 	pool   *tokenize.Pool
@@ -59,8 +66,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		b.gather = g
 	}
+	b.name = nodeName(cfg.Gossip)
 	var err error
-	if b.models, err = newModels(&b.cfg, reg); err != nil {
+	if b.models, err = newModels(&b.cfg, reg, xxh3.HashString(b.name)); err != nil {
 		return nil, err
 	}
 	b.pool = tokenize.NewPool(tokenize.PoolConfig{
@@ -79,7 +87,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		}
 		src = b.node.Fleet()
 	}
-	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health}
+	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health, Origin: b.name}
 	for _, r := range cfg.Replicas {
 		u, _ := url.Parse(r.URL) // validated
 		fc.Static = append(fc.Static, fleet.Spec{
@@ -94,6 +102,20 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		return nil, err
 	}
 	return b, nil
+}
+
+// nodeName returns the balancer's name: the configured node name, else the
+// host name with "-balancer" when it gossips, else a random one.
+func nodeName(c GossipConfig) string {
+	if c.NodeName != "" {
+		return c.NodeName
+	}
+	if h, err := os.Hostname(); err == nil && c.Enabled {
+		return h + "-balancer"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "balancer-" + hex.EncodeToString(b[:])
 }
 
 // gossipConfig maps the gossip section onto gossip.Config.
@@ -112,11 +134,7 @@ func (b *Balancer) gossipConfig() (gossip.Config, error) {
 			gc.AdvertiseAddr = c.Advertise
 		}
 	}
-	if c.NodeName != "" {
-		gc.NodeName = c.NodeName
-	} else if h, err := os.Hostname(); err == nil {
-		gc.NodeName = h + "-balancer"
-	}
+	gc.NodeName = b.name
 	gc.Join = c.Join
 	gc.ClusterLabel = c.ClusterLabel
 	gc.Profile = gossip.Profile(c.Profile)

@@ -14,6 +14,7 @@ import (
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/loadreport"
 	"github.com/inferrail/inferrail/internal/openai"
 )
 
@@ -67,6 +68,7 @@ type request struct {
 	body    []byte
 	tokens  int // prompt tokens (0: not tokenized)
 	hashes  []kvblock.Hash
+	stream  bool // the client asked for a stream
 	outcome string
 }
 
@@ -94,7 +96,7 @@ func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
 	}
 	m := p.model
 	modelLabel = m.cfg.Name
-	rq.model, rq.body = m, p.body
+	rq.model, rq.body, rq.stream = m, p.body, p.stream
 
 	sc := b.getScratch()
 	defer b.putScratch(sc)
@@ -232,13 +234,23 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 // the attempt failed before its first byte: retry names why, and resp (a
 // 502/503/504, body unread) or err is what it got.
 func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep *fleet.Replica, d route.Decision, deadline time.Time) (done bool, retry string, resp *http.Response, err error) {
-	uncached := d.UncachedTokens
+	ls := &lease{rep: rep, uncached: d.UncachedTokens}
+	if !rq.stream {
+		// Its first token is invisible: the prefill is taken to end at the
+		// estimate, so its decode is not counted as queued prefill.
+		ls.prefillAfter(b.prefillEstimate(rq, d))
+	}
 	actx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	g := proxy.NewGuard(cancel)
 	stopDown := context.AfterFunc(rep.Down(), func() { g.Cancel(fleet.ErrReplicaDown) })
 	timer := time.AfterFunc(time.Until(deadline), func() { g.Cancel(errRouteDeadline) })
-	resp, err = b.proxy.Send(actx, proxy.Upstream{Base: rep.URL, H2C: rep.H2C}, r, rq.body, http.Header{HeaderRequestID: {rq.id}})
+	sent := b.now()
+	hdr := http.Header{HeaderRequestID: {rq.id}}
+	if rep.Member() != nil { // a sidecar: it reports its load with the response
+		hdr[loadreport.Origin] = []string{b.name}
+	}
+	resp, err = b.proxy.Send(actx, proxy.Upstream{Base: rep.URL, H2C: rep.H2C}, r, rq.body, hdr)
 	g.Arrived()
 	stopDown()
 	timer.Stop()
@@ -247,7 +259,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		resp, err = nil, context.Cause(actx)
 	}
 	if err != nil {
-		rep.Counters.Done(uncached, false)
+		ls.release()
 		if r.Context().Err() != nil {
 			rq.outcome = outcomeClientGone
 			return true, "", nil, nil
@@ -275,19 +287,31 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		b.log.Debug("attempt failed before its first byte", "replica", rep.ID, "request_id", rq.id, "err", err)
 		return false, "upstream_error", nil, err
 	}
+	b.observeLoad(rep, resp)
 	if proxy.Retryable(resp, nil) {
-		rep.Counters.Done(uncached, false)
+		ls.release()
 		b.fleet.ReportFailure(rep)
 		resp.Header.Set(HeaderReplica, rep.ID)
 		return false, "status_" + strconv.Itoa(resp.StatusCode), resp, nil
 	}
-	rep.Counters.FirstByte(uncached)
-	defer rep.Counters.Done(uncached, true)
-	if o := route.OverlayOf(rq.model.policy); o != nil {
-		o.Settle(rq.hashes, rep.ID, b.now())
-	}
+	defer ls.release()
 	b.fleet.ReportSuccess(rep)
-	b.m.ttft.WithLabelValues(rq.model.cfg.Name).Observe(b.now().Sub(rq.start).Seconds())
+	prefilled := func() {
+		ls.prefill()
+		now := b.now()
+		if o := route.OverlayOf(rq.model.policy); o != nil {
+			o.Settle(rq.hashes, rep.ID, now)
+		}
+		b.m.ttft.WithLabelValues(rq.model.cfg.Name).Observe(now.Sub(rq.start).Seconds())
+		if rq.stream {
+			rep.ObserveTTFT(now.Sub(sent), d.EstimatedTTFT)
+		}
+	}
+	if rq.stream && resp.StatusCode/100 == 2 && isEventStream(resp.Header) {
+		resp.Body = &openai.FirstTokenReader{R: resp.Body, OnFirstToken: prefilled}
+	} else {
+		prefilled()
+	}
 	extra := http.Header{HeaderRequestID: {rq.id}, HeaderReplica: {rep.ID}}
 	if rq.tokens > 0 {
 		extra[HeaderPromptTokens] = []string{strconv.Itoa(rq.tokens)}
@@ -313,6 +337,15 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		}
 	}
 	return true, "", nil, nil
+}
+
+// prefillEstimate returns how long a non-streaming request's prefill is
+// taken to last: the policy's estimate, or the cost model's idle estimate.
+func (b *Balancer) prefillEstimate(rq *request, d route.Decision) time.Duration {
+	if d.EstimatedTTFT > 0 {
+		return d.EstimatedTTFT
+	}
+	return rq.model.cfg.Routing.Cost.IdleTTFT(rq.tokens, d.CachedTokens)
 }
 
 // backoff returns the wait before attempt n+1 (n >= 1): base doubled per

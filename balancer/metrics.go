@@ -28,6 +28,7 @@ type metrics struct {
 	unpredicted  *prometheus.CounterVec
 	retries      *prometheus.CounterVec
 	fallback     *prometheus.CounterVec
+	loadReports  *prometheus.CounterVec
 	inFlight     prometheus.Gauge
 }
 
@@ -40,7 +41,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"model", "route", "outcome"}),
 		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "inferrail_balancer_ttft_seconds",
-			Help:    "Time from a request's arrival to the first response byte from its replica.",
+			Help:    "Time from a request's arrival to its first token: a stream's first token-bearing event; for other responses, their headers (the whole response, for a non-streaming completion).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"model"}),
 		decision: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -74,6 +75,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "inferrail_balancer_summary_fallback_total",
 			Help: "Decisions that assumed prefix_hash placement because a replica's summary was missing or stale.",
 		}, []string{"model"}),
+		loadReports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferrail_balancer_load_reports_total",
+			Help: "Load reports (endpoint-load-metrics) read from sidecar responses, by result: ok or malformed.",
+		}, []string{"result"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "inferrail_balancer_in_flight_requests",
 			Help: "Client requests being handled.",
@@ -81,7 +86,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.ttft, m.decision, m.reasons, m.promptTokens, m.cachedTokens,
-			m.unpredicted, m.retries, m.fallback, m.inFlight)
+			m.unpredicted, m.retries, m.fallback, m.loadReports, m.inFlight)
 	}
 	return m
 }

@@ -25,8 +25,9 @@ type model struct {
 // models resolves request model names: configured models and aliases are
 // fixed; a model only the gossip knows gets a policy on first use.
 type models struct {
-	cfg   *Config
-	byKey map[string]*model // name or alias → model
+	cfg     *Config
+	byKey   map[string]*model // name or alias → model
+	seedMix uint64            // mixed into every policy's seed
 
 	// tokenizes reports whether some configured model has a tokenizer
 	// (automatic models never do).
@@ -36,11 +37,14 @@ type models struct {
 	auto map[string]*model
 }
 
-func newModels(cfg *Config, reg prometheus.Registerer) (*models, error) {
-	ms := &models{cfg: cfg, byKey: map[string]*model{}, auto: map[string]*model{}}
+// newModels builds the configured models. seedMix is mixed into every
+// policy's seed, so balancers with one config draw apart (anti-herding).
+func newModels(cfg *Config, reg prometheus.Registerer, seedMix uint64) (*models, error) {
+	ms := &models{cfg: cfg, byKey: map[string]*model{}, auto: map[string]*model{}, seedMix: seedMix}
 	for i := range cfg.Models {
 		mc := cfg.Models[i]
 		mc.Routing = cfg.routeConfig(&mc)
+		mc.Routing.Seed ^= seedMix
 		pol, err := route.New(mc.Routing)
 		if err != nil {
 			return nil, fmt.Errorf("model %s: %w", mc.Name, err)
@@ -81,6 +85,7 @@ func (ms *models) lookup(name string, served bool) *model {
 		return m
 	}
 	mc := ms.cfg.autoModel(name)
+	mc.Routing.Seed ^= ms.seedMix
 	pol, err := route.New(mc.Routing)
 	if err != nil { // the defaults were validated with the config
 		return nil
@@ -143,6 +148,8 @@ func (m *model) hashes(dst []kvblock.Hash, ids []uint32, cacheSalt string) []kvb
 type requestFields struct {
 	Model     *string
 	CacheSalt *string
+	// Stream reports whether the request asks for a streamed response.
+	Stream bool
 }
 
 // parseFields reads model and cache_salt from a JSON object body. Names
@@ -156,6 +163,7 @@ func parseFields(body []byte) (requestFields, error) {
 	var raw struct {
 		Model     jsontext.Value `json:"model"`
 		CacheSalt jsontext.Value `json:"cache_salt"`
+		Stream    jsontext.Value `json:"stream"`
 	}
 	if err := json.Unmarshal(body, &raw, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
 		return f, fmt.Errorf("invalid JSON body: %w", err)
@@ -180,5 +188,6 @@ func parseFields(body []byte) (requestFields, error) {
 	if f.CacheSalt, err = str("cache_salt", raw.CacheSalt); err != nil {
 		return requestFields{}, err
 	}
+	f.Stream = string(raw.Stream) == "true"
 	return f, nil
 }

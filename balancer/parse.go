@@ -21,6 +21,8 @@ type parsed struct {
 	// reason says why there are no ids: a reason* constant or a
 	// tokenize.Reason* pool rejection.
 	reason string
+	// stream reports whether the request asks for a streamed response.
+	stream bool
 }
 
 // parse decodes body once, resolves its model and tokenizes its prompt.
@@ -80,7 +82,7 @@ func (b *Balancer) resolve(k kind, body []byte, snap *fleet.Snapshot, dec *token
 			return parsed{}, openai.BadRequest("", "%v", err)
 		}
 	}
-	p := parsed{model: m, body: body, reason: reasonNoTokenizer}
+	p := parsed{model: m, body: body, reason: reasonNoTokenizer, stream: f.Stream}
 	if f.CacheSalt != nil {
 		p.salt = *f.CacheSalt
 	}
@@ -110,6 +112,7 @@ func fieldsOf(dec *tokenize.Body, body []byte) (requestFields, error) {
 			*fd.dst = &s
 		}
 	}
+	f.Stream, _ = dec.Bool("stream")
 	return f, nil
 }
 

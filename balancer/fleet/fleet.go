@@ -36,6 +36,10 @@ type Config struct {
 	Defaults ReplicaDefaults
 	// Health configures probes and ejection.
 	Health HealthConfig
+	// Origin is this balancer's name as its requests carry it to sidecars
+	// (loadreport.Origin): the share of a replica's load reported under it
+	// is this balancer's own, which its exact counts replace.
+	Origin string
 	// PollInterval is how often the gossip membership is checked for changes
 	// (default 50ms).
 	PollInterval time.Duration
@@ -215,7 +219,7 @@ func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
 		for _, m := range r.Models {
 			set := snap.Models[m]
 			if set == nil {
-				set = &ModelSet{Model: m}
+				set = &ModelSet{Model: m, origin: f.cfg.Origin}
 				snap.Models[m] = set
 				snap.ModelNames = append(snap.ModelNames, m)
 			}

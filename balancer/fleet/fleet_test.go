@@ -109,7 +109,7 @@ func TestCapsNeverOvershoot(t *testing.T) {
 					mu.Unlock()
 					first := local.IntN(2) == 0
 					if first {
-						r.Counters.FirstByte(10)
+						r.Counters.Prefilled(10)
 					}
 					r.Counters.Done(10, first)
 				}

@@ -39,7 +39,9 @@ type PromptIndex interface {
 	LongestPrefixOf(p PreparedPrompt) (blocks int, ok bool)
 }
 
-// Load is a replica's load as its sidecar last reported it over the gossip.
+// Load is a replica's load as its sidecar last reported it: over the gossip,
+// or in the load report of the last response this balancer proxied from it,
+// whichever is newer (docs/routing.md#the-load-model).
 type Load struct {
 	// Known reports whether a report has been received at all.
 	Known bool
@@ -53,13 +55,38 @@ type Load struct {
 	Running, Waiting int
 	// InFlight is the requests the sidecar is proxying, from every balancer.
 	InFlight int
-	// WaitingPrefillTokens is the prompt tokens of queued requests not yet
-	// prefilled; meaningful only when HasWaitingPrefillTokens.
-	WaitingPrefillTokens    int64
-	HasWaitingPrefillTokens bool
 	// KVUsage is the engine's KV cache usage in [0,1].
 	KVUsage float64
+	// Exact reports whether Others holds the sidecar's exact data-path
+	// counts. Without them (a sidecar that does not count, or a report of
+	// engine metrics only) policies fall back to the engine's Running and
+	// Waiting, never below this balancer's own counts.
+	Exact bool
+	// Others is the work of every other origin on the replica: the
+	// sidecar's counts with this balancer's share, as the sidecar counted it
+	// when it wrote the report, taken out. A policy adds it to this
+	// balancer's own counts (Candidate.Own), which are exact now, so nothing
+	// is counted twice and nothing this balancer finished since the report
+	// is still counted.
+	Others Work
+	// Unseen is the engine's waiting requests beyond those its sidecar is
+	// proxying: traffic that reaches the engine without the sidecar. Policies
+	// charge each Config.Cost.QueuedPromptTokens of prefill.
+	Unseen int
 }
+
+// Work is an amount of work on a replica.
+type Work struct {
+	// InFlight is the requests sent and not finished.
+	InFlight int
+	// Pending is the part of InFlight whose prefill is not over.
+	Pending int
+	// PrefillTokens is the uncached prompt tokens of the Pending requests.
+	PrefillTokens int64
+}
+
+// Decodes returns the requests past their prefill (decoding).
+func (w Work) Decodes() int { return max(w.InFlight-w.Pending, 0) }
 
 // Candidate is one replica in a snapshot: a plain value in a slice the fleet
 // rebuilds when membership, health or caps change. Everything a policy reads
@@ -95,6 +122,10 @@ type Candidate struct {
 	// CapacityBlocks is the replica's KV cache capacity in blocks (0:
 	// unknown). A prompt with more blocks than that is never sent there.
 	CapacityBlocks int
+	// TTFTScale corrects cost_model's estimates for the replica: the
+	// running ratio of its measured to its estimated times to first token
+	// (0 or 1: no correction).
+	TTFTScale float64
 
 	idHash uint64 // xxh3 of ID, filled by Prepare (0: compute per use)
 }
@@ -158,4 +189,17 @@ func (c *Candidate) own() (inFlight, pending, tokens int64) {
 		return 0, 0, 0
 	}
 	return c.Own.InFlight.Load(), c.Own.Pending.Load(), c.Own.PendingPrefillTokens.Load()
+}
+
+// ownWork returns the balancer's own counts as a Work.
+func (c *Candidate) ownWork() Work {
+	f, p, t := c.own()
+	return Work{InFlight: int(max(f, 0)), Pending: int(max(p, 0)), PrefillTokens: max(t, 0)}
+}
+
+func (c *Candidate) ttftScale() float64 {
+	if c.TTFTScale > 0 {
+		return c.TTFTScale
+	}
+	return 1
 }

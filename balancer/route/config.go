@@ -41,7 +41,14 @@ type Config struct {
 	// MinLoadBound is the smallest the bound ever is, in requests: an
 	// engine batches many requests at once, so at low load the bound would
 	// scatter a burst that shares a prefix for no gain (0: the pure bound).
+	// cost_model bounds work instead (estimated delay, at least one full
+	// engine step); see costModel.
 	MinLoadBound int `yaml:"min_load_bound"`
+	// TieMargin is the relative margin within which cost_model treats
+	// scores as equal (at least one step overhead): the prefix's rendezvous
+	// order then picks among them, so that balancers acting on one view
+	// spread different prompts instead of all picking the same replica.
+	TieMargin float64 `yaml:"tie_margin"`
 	// MaxLoadAge and MaxSummaryAge bound the age of a gossiped load report
 	// and prefix summary; older ones are ignored.
 	MaxLoadAge    time.Duration `yaml:"max_load_age"`
@@ -152,6 +159,7 @@ func DefaultConfig() Config {
 		PrefixBlocks:  8,
 		LoadFactor:    2,
 		MinLoadBound:  8,
+		TieMargin:     0.05,
 		MaxLoadAge:    2 * time.Second,
 		MaxSummaryAge: 10 * time.Second,
 		KVAware:       KVAwareConfig{PrefixWeight: 2, LoadWeight: 1, KVUsageWeight: 1},
@@ -182,6 +190,9 @@ func (c Config) Validate() error {
 	}
 	if c.MinLoadBound < 0 {
 		bad("min_load_bound", ">= 0", c.MinLoadBound)
+	}
+	if !(c.TieMargin >= 0 && c.TieMargin < 1) {
+		bad("tie_margin", "in [0, 1)", c.TieMargin)
 	}
 	if c.MaxLoadAge <= 0 {
 		bad("max_load_age", "> 0", c.MaxLoadAge)

@@ -6,14 +6,22 @@ import (
 )
 
 // costModel picks the eligible candidate with the lowest estimated time to
-// first token (see estimator) plus the miss penalty for the prompt tokens it
-// does not hold (CostConfig.MissPenalty), among those under the bounded-load
-// cap (a spill when the overall best is above it). When the best candidate holds
-// part of the prompt but its estimated queue wait is at least
+// first token (see estimator), scaled by the replica's measured correction
+// (Candidate.TTFTScale), plus the miss penalty for the prompt tokens it does
+// not hold (CostConfig.MissPenalty), among those under the bound on work: a
+// candidate whose load would delay this request (queued prefill and decode
+// interference, in estimated time) by more than LoadFactor × the weighted mean
+// delay, by more than one full engine step and by more than its cache saves
+// this request, is skipped (a spill): the miss penalty may keep a prefix at
+// home, but not on a replica so loaded that going cold would be faster. Among
+// the candidates under the bound whose scores are within TieMargin of the
+// lowest, the prefix's rendezvous order decides: different prompts spread
+// over near-equal replicas, so many balancers acting on one view do not all
+// pick alike, while one prefix lands alike on every balancer. When the best
+// candidate holds part of the prompt but its estimated queue wait is at least
 // HotPrefixQueueWait, the prefix is hot: the request goes to the next best
 // candidate if that is at most HotPrefixQueueWait slower, and the overlay
-// then makes it a second home for the prefix. Ties go to the prefix's
-// rendezvous order, so balancers break them alike.
+// then makes it a second home for the prefix.
 type costModel struct {
 	*base
 	est estimator
@@ -27,49 +35,74 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		return -1, Decision{}, err
 	}
 	now := p.now(req)
-	p.fillLoads(cands, s, now)
+	p.fillLoads(cands, s, now) // the stale-summary fallback places by requests
 	fallback := p.predict(req, cands, s, now)
 	prompt := req.promptTokens()
-	total, weights := p.bound(cands, s)
 	key, ok := p.prefixKey(req)
 	if !ok {
 		key = p.rng.next()
 	}
-	best, all := -1, -1
-	bestT, allT, bestR, allR := math.Inf(1), math.Inf(1), 0.0, 0.0
-	for k, i := range s.elig {
+	// Score every eligible candidate; s.delay holds the delay its load adds,
+	// and s.load (no longer needed for the fallback) what its cache saves.
+	s.delay = s.delay[:0]
+	totalDelay, weights := 0.0, 0.0
+	cold, _ := p.est.ttft(0, 0, prompt, 0)
+	s.load = s.load[:0]
+	for _, i := range s.elig {
 		c := &cands[i]
-		queued, running := p.queueOf(c, now)
+		w := p.work(c, now)
 		cached := int(s.cached[i])
-		t, wait := p.est.ttft(queued, running, prompt-cached, cached)
-		t += p.est.penalty(prompt-cached, cached)
-		s.score = append(s.score, t)
-		s.queue = append(s.queue, wait)
-		if t > bestT {
-			continue
+		scale := c.ttftScale()
+		t, wait := p.est.ttft(float64(w.PrefillTokens), w.Decodes(), prompt-cached, cached)
+		idle, _ := p.est.ttft(0, 0, prompt-cached, cached)
+		delay := max(t-idle, 0) * scale
+		s.score = append(s.score, (t+p.est.penalty(prompt-cached, cached))*scale)
+		s.queue = append(s.queue, wait*scale)
+		s.delay = append(s.delay, delay)
+		s.load = append(s.load, max(cold-idle, 0)*scale)
+		totalDelay += delay
+		weights += c.weight()
+	}
+	minBound := p.est.step(float64(p.est.budget), 0)
+	under := func(k int) bool {
+		return s.delay[k] <= max(p.cfg.LoadFactor*totalDelay/weights*cands[s.elig[k]].weight(), minBound, s.load[k])
+	}
+	best, all := -1, -1
+	bestT, allT := math.Inf(1), math.Inf(1)
+	for k := range s.elig {
+		t := s.score[k]
+		if t < allT {
+			all, allT = k, t
 		}
-		r := rendezvous(key, c.key(), 1, true)
-		if t < allT || t == allT && r > allR {
-			all, allT, allR = k, t, r
-		}
-		if (t < bestT || t == bestT && r > bestR) && p.underBound(cands, s, k, total, weights) {
-			best, bestT, bestR = k, t, r
+		if t < bestT && under(k) {
+			best, bestT = k, t
 		}
 	}
-	if best < 0 { // unreachable: some candidate is always under the bound
+	if best < 0 { // unreachable: the least delayed candidate is always under the bound
 		best = all
 	}
 	reason := ReasonLowestTTFT
 	if best != all {
 		reason = ReasonLoadSpill
 	}
+	// Near-equal choices: the prefix's rendezvous winner among them.
+	margin := max(p.cfg.TieMargin*bestT, p.est.t0)
+	bestR := rendezvous(key, cands[s.elig[best]].key(), 1, true)
+	for k, i := range s.elig {
+		if k == best || s.score[k] > bestT+margin || !under(k) {
+			continue
+		}
+		if r := rendezvous(key, cands[i].key(), 1, true); r > bestR {
+			best, bestR = k, r
+		}
+	}
 	if hot := float64(p.cfg.Cost.HotPrefixQueueWait); hot > 0 && s.cached[s.elig[best]] > 0 && s.queue[best] >= hot {
 		// Replication is deliberate: compare estimated TTFTs, without the
 		// miss penalty that keeps prefixes at home.
-		next, nextT, nextR := -1, p.estimate(s, best, prompt)+hot, 0.0
+		next, nextT, nextR := -1, p.estimate(cands, s, best, prompt)+hot, 0.0
 		for k, i := range s.elig {
-			t := p.estimate(s, k, prompt)
-			if k == best || t > nextT || !p.underBound(cands, s, k, total, weights) {
+			t := p.estimate(cands, s, k, prompt)
+			if k == best || t > nextT || !under(k) {
 				continue
 			}
 			if r := rendezvous(key, cands[i].key(), 1, true); next < 0 || t < nextT || r > nextR {
@@ -88,7 +121,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		Reason:          reason,
 		CachedTokens:    int(s.cached[i]),
 		UncachedTokens:  prompt - int(s.cached[i]),
-		EstimatedTTFT:   time.Duration(math.Round(p.estimate(s, best, prompt))),
+		EstimatedTTFT:   time.Duration(math.Round(p.estimate(cands, s, best, prompt))),
 		Score:           s.score[best] / 1e9,
 		Eligible:        len(s.elig),
 		SummaryFallback: fallback,
@@ -103,27 +136,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 
 // estimate returns the estimated TTFT of eligible candidate k: its score
 // without the miss penalty.
-func (p *costModel) estimate(s *Scratch, k, prompt int) float64 {
+func (p *costModel) estimate(cands []Candidate, s *Scratch, k, prompt int) float64 {
 	cached := int(s.cached[s.elig[k]])
-	return s.score[k] - p.est.penalty(prompt-cached, cached)
-}
-
-// queueOf returns the uncached prompt tokens queued ahead on c and its
-// running (decoding) requests: from the gossiped load when fresh, never below
-// what this balancer alone has sent there; from the balancer's own counts
-// when the report is stale.
-func (p *costModel) queueOf(c *Candidate, now time.Time) (queued float64, running int) {
-	inFlight, pending, tokens := c.own()
-	queued = float64(max(tokens, 0))
-	running = int(max(inFlight-pending, 0))
-	if p.loadFresh(c, now) {
-		l := &c.Load
-		q := float64(l.Waiting) * p.est.queuedPrompt
-		if l.HasWaitingPrefillTokens {
-			q = float64(l.WaitingPrefillTokens)
-		}
-		queued = max(queued, q)
-		running = max(running, l.Running)
-	}
-	return queued, running
+	return s.score[k] - p.est.penalty(prompt-cached, cached)*cands[s.elig[k]].ttftScale()
 }

@@ -2,6 +2,7 @@ package route
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -97,7 +98,7 @@ func TestCostModelChoices(t *testing.T) {
 		{
 			name: "long queue on the warm replica",
 			edit: func(cs []Candidate) {
-				cs[2].Load.Waiting, cs[2].Load.WaitingPrefillTokens, cs[2].Load.HasWaitingPrefillTokens = 5, 50000, true
+				cs[2].Load.Exact, cs[2].Load.Others = true, Work{InFlight: 5, Pending: 5, PrefillTokens: 50000}
 			},
 			want:       -1,
 			wantReason: ReasonLowestTTFT,
@@ -109,17 +110,17 @@ func TestCostModelChoices(t *testing.T) {
 			wantReason: ReasonLowestTTFT,
 		},
 		{
-			name: "bounded load spills the warm replica",
+			name: "decoding requests cost little before the first token",
 			edit: func(cs []Candidate) {
-				cs[2].Own.InFlight.Store(30) // decoding, cheap in TTFT but above the bound
+				cs[2].Own.InFlight.Store(30)
 			},
-			want:       -1,
-			wantReason: ReasonLoadSpill,
+			want:       2,
+			wantReason: ReasonLowestTTFT,
 		},
 		{
 			name: "stale queue report is ignored",
 			edit: func(cs []Candidate) {
-				cs[2].Load.WaitingPrefillTokens, cs[2].Load.HasWaitingPrefillTokens, cs[2].Load.Stale = 50000, true, true
+				cs[2].Load.Exact, cs[2].Load.Others, cs[2].Load.Stale = true, Work{InFlight: 5, Pending: 5, PrefillTokens: 50000}, true
 			},
 			want:       2,
 			wantReason: ReasonLowestTTFT,
@@ -127,7 +128,7 @@ func TestCostModelChoices(t *testing.T) {
 		{
 			name: "old queue report is ignored",
 			edit: func(cs []Candidate) {
-				cs[2].Load.WaitingPrefillTokens, cs[2].Load.HasWaitingPrefillTokens = 50000, true
+				cs[2].Load.Exact, cs[2].Load.Others = true, Work{InFlight: 5, Pending: 5, PrefillTokens: 50000}
 				cs[2].Load.At = t0.Add(-3 * time.Second)
 			},
 			want:       2,
@@ -154,7 +155,7 @@ func TestCostModelChoices(t *testing.T) {
 		},
 		{
 			name:       "other block size gets no prediction",
-			edit:       func(cs []Candidate) { cs[2].BlockSize = 32; cs[2].Own.InFlight.Store(5) },
+			edit:       func(cs []Candidate) { cs[2].BlockSize = 32; cs[2].Own.Start(20000) },
 			want:       -1,
 			wantReason: ReasonLowestTTFT,
 		},
@@ -219,7 +220,7 @@ func TestCostModelReplicatesHotPrefix(t *testing.T) {
 	setup := func() []Candidate {
 		cs := cands(4)
 		cs[2].Prefix = fakeIndex{}.add(hs[:2000])
-		cs[2].Load.Waiting, cs[2].Load.WaitingPrefillTokens, cs[2].Load.HasWaitingPrefillTokens = 6, 45000, true
+		cs[2].Load.Exact, cs[2].Load.Others = true, Work{InFlight: 6, Pending: 6, PrefillTokens: 45000}
 		return cs
 	}
 	cs := setup()
@@ -238,7 +239,7 @@ func TestCostModelReplicatesHotPrefix(t *testing.T) {
 		t.Errorf("two balancers replicate the hot prefix to %d and %d, want the same replica", got, other)
 	}
 	cs[got].Own.Start(d.UncachedTokens)
-	cs[got].Own.FirstByte(d.UncachedTokens)
+	cs[got].Own.Prefilled(d.UncachedTokens)
 	_, d2 := mustPick(t, p, req(hs), cs)
 	if d2.Cached[got] == 0 {
 		t.Errorf("after replication the overlay predicts nothing on the new home %d: %v", got, d2.Cached)
@@ -256,7 +257,7 @@ func TestCostModelMissPenalty(t *testing.T) {
 	setup := func(queue float64) []Candidate {
 		cs := cands(2)
 		cs[0].Prefix = fakeIndex{}.add(hs[:192])
-		cs[0].Load.Waiting, cs[0].Load.WaitingPrefillTokens, cs[0].Load.HasWaitingPrefillTokens = 3, int64(queue), true
+		cs[0].Load.Exact, cs[0].Load.Others = true, Work{InFlight: 3, Pending: 3, PrefillTokens: int64(queue)}
 		return cs
 	}
 	// A queue whose wait is about 1.5 cold prefills.
@@ -276,5 +277,119 @@ func TestCostModelMissPenalty(t *testing.T) {
 	// Three cold prefills of queue outweigh the penalty.
 	if got, _ := mustPick(t, p, req(hs), setup(3*cold/e.nsPerTok)); got != 1 {
 		t.Errorf("MissPenalty 1 behind a long queue: pick %d, want the cold replica 1", got)
+	}
+}
+
+// A long prompt whose warm replica has a queue longer than one engine step,
+// while the others idle, spills: the miss penalty alone would keep it there.
+func TestCostModelBoundsWork(t *testing.T) {
+	hs := prompt(11, 11, 600, 1000) // 16k tokens, 9.6k of them warm on replica 0
+	setup := func(queued int64) []Candidate {
+		cs := cands(4)
+		cs[0].Prefix = fakeIndex{}.add(hs[:600])
+		cs[0].Own.Start(int(queued))
+		return cs
+	}
+	// A fresh policy per pick: the overlay would remember the last placement.
+	policy := func() Policy { return newPolicy(t, PolicyCostModel, func(c *Config) { c.Cost.HotPrefixQueueWait = 0 }) }
+	if got, d := mustPick(t, policy(), req(hs), setup(2000)); got != 0 || d.Reason != ReasonLowestTTFT {
+		t.Errorf("short queue: pick %d %q, want the warm replica", got, d.Reason)
+	}
+	e := newEstimator(DefaultCostConfig())
+	cold, _ := e.ttft(0, 0, 16000, 0)
+	warm, _ := e.ttft(0, 0, 16000-9600, 9600)
+	saves := cold - warm
+	if step := e.step(float64(e.budget), 0); 1.5*saves < 1.2*step {
+		t.Fatalf("the cache saves %v ns, too little against a step of %v for this test", saves, step)
+	}
+	// A queue whose wait is about 1.5 times what the cache saves: the miss
+	// penalty (1) would keep the prompt home, the bound does not.
+	queued := int64(1.5 * saves / e.nsPerTok)
+	got, d := mustPick(t, policy(), req(hs), setup(queued))
+	if got == 0 || d.Reason != ReasonLoadSpill {
+		t.Errorf("queue of 1.5 savings: pick %d %q, want a spill off the warm replica", got, d.Reason)
+	}
+	greedy := newPolicy(t, PolicyCostModel, func(c *Config) { c.Cost.HotPrefixQueueWait = 0; c.LoadFactor = 100 })
+	if got, _ := mustPick(t, greedy, req(hs), setup(queued)); got != 0 {
+		t.Errorf("the same queue with LoadFactor 100: pick %d, want the warm replica (the penalty keeps it home)", got)
+	}
+}
+
+// Among near-equal candidates the prompt's rendezvous order decides, so
+// different prompts spread over them and two balancers agree on one prompt.
+func TestCostModelSpreadsNearTies(t *testing.T) {
+	p := newPolicy(t, PolicyCostModel, nil)
+	q := newPolicy(t, PolicyCostModel, func(c *Config) { c.Seed = 99 })
+	picks := map[int]int{}
+	for i := range 400 {
+		cs := cands(4)
+		for k := range cs {
+			cs[k].Own.Start(k * 20) // slightly different loads, within the margin
+		}
+		hs := prompt(uint32(1000+i), uint32(1000+i), 0, 64)
+		got, _ := mustPick(t, p, req(hs), cs)
+		other, _ := mustPick(t, q, req(hs), cs)
+		if got != other {
+			t.Fatalf("prompt %d: balancers picked %d and %d", i, got, other)
+		}
+		picks[got]++
+	}
+	for k := range 4 {
+		if picks[k] < 60 {
+			t.Errorf("replica %d got %d of 400 near-tied picks, want a spread: %v", k, picks[k], picks)
+		}
+	}
+	// Outside the margin the lowest score wins.
+	cs := cands(4)
+	cs[1].Own.Start(30000)
+	cs[2].Own.Start(30000)
+	cs[3].Own.Start(30000)
+	for i := range 50 {
+		if got, _ := mustPick(t, p, req(prompt(uint32(i), uint32(i), 0, 64)), cs); got != 0 {
+			t.Fatalf("prompt %d went to %d, not the idle replica", i, got)
+		}
+	}
+}
+
+// cost_model never picks a candidate whose load delays the request by more
+// than its work bound: LoadFactor × the weighted mean delay, one full step,
+// or what its cache saves, whichever is largest (random loads, weights,
+// caches).
+func TestCostModelWorkBoundProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.LoadFactor = 1.25; c.Cost.HotPrefixQueueWait = 0 })
+	e := newEstimator(DefaultCostConfig())
+	for n := range 2000 {
+		cs := cands(1 + r.IntN(8))
+		hs := prompt(r.Uint32N(5), r.Uint32(), 8+r.IntN(200), 300+r.IntN(400))
+		prompt := 16 * len(hs)
+		for i := range cs {
+			cs[i].Own.Start(r.IntN(40000))
+			cs[i].Own.InFlight.Add(int64(r.IntN(30)))
+			cs[i].Weight = []float64{1, 1, 2, 3}[r.IntN(4)]
+			if r.IntN(2) == 0 {
+				cs[i].Prefix = fakeIndex{}.add(hs[:r.IntN(len(hs))])
+			}
+		}
+		i, d := mustPick(t, p, req(hs), cs)
+		delay := func(k int) (float64, float64) {
+			w := cs[k].ownWork()
+			c := int(d.Cached[k])
+			t, _ := e.ttft(float64(w.PrefillTokens), w.Decodes(), prompt-c, c)
+			idle, _ := e.ttft(0, 0, prompt-c, c)
+			cold, _ := e.ttft(0, 0, prompt, 0)
+			return t - idle, cold - idle
+		}
+		total, weights := 0.0, 0.0
+		for k := range cs {
+			dl, _ := delay(k)
+			total += dl
+			weights += cs[k].Weight
+		}
+		dl, saves := delay(i)
+		bound := max(1.25*total/weights*cs[i].Weight, e.step(float64(e.budget), 0), saves)
+		if dl > bound*(1+1e-9) {
+			t.Fatalf("case %d: picked %d with delay %.0f ns over its bound %.0f", n, i, dl, bound)
+		}
 	}
 }

@@ -9,8 +9,9 @@ import "sync/atomic"
 type Counters struct {
 	// InFlight is the requests this balancer is proxying to the replica.
 	InFlight atomic.Int64
-	// Pending is the subset of InFlight that has not received its first
-	// response byte yet (queued or prefilling on the engine).
+	// Pending is the subset of InFlight whose prefill is not over (queued
+	// or prefilling on the engine): until a stream's first token, or a
+	// non-streaming request's estimated prefill end (docs/routing.md).
 	Pending atomic.Int64
 	// PendingPrefillTokens is the predicted uncached prompt tokens of the
 	// Pending requests: the prefill work this balancer has queued there.
@@ -59,18 +60,18 @@ func tryIncrement(v *atomic.Int64, limit int) bool {
 	}
 }
 
-// FirstByte records that a started request received its first byte: its
-// prefill is done. Call it at most once per Start, with the same uncached.
-func (c *Counters) FirstByte(uncached int) {
+// Prefilled records that a started request's prefill is over. Call it at
+// most once per Start, with the same uncached.
+func (c *Counters) Prefilled(uncached int) {
 	c.Pending.Add(-1)
 	c.PendingPrefillTokens.Add(-int64(uncached))
 }
 
-// Done records the end of a started request. firstByte reports whether
-// FirstByte was called for it; if not, Done also undoes its pending counts.
-func (c *Counters) Done(uncached int, firstByte bool) {
-	if !firstByte {
-		c.FirstByte(uncached)
+// Done records the end of a started request. prefilled reports whether
+// Prefilled was called for it; if not, Done also undoes its pending counts.
+func (c *Counters) Done(uncached int, prefilled bool) {
+	if !prefilled {
+		c.Prefilled(uncached)
 	}
 	c.InFlight.Add(-1)
 }

@@ -22,7 +22,7 @@ func TestCountersLifecycle(t *testing.T) {
 	}{
 		{"start", func() { c.Start(100) }, counts{1, 1, 100}},
 		{"start another", func() { c.Start(50) }, counts{2, 2, 150}},
-		{"first byte", func() { c.FirstByte(100) }, counts{2, 1, 50}},
+		{"first byte", func() { c.Prefilled(100) }, counts{2, 1, 50}},
 		{"done after first byte", func() { c.Done(100, true) }, counts{1, 1, 50}},
 		{"done before first byte", func() { c.Done(50, false) }, counts{0, 0, 0}},
 		{"try start under caps", func() {

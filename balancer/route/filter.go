@@ -13,6 +13,7 @@ func filter(req *Request, cands []Candidate, s *Scratch) error {
 	s.load = s.load[:0]
 	s.score = s.score[:0]
 	s.queue = s.queue[:0]
+	s.delay = s.delay[:0]
 	s.uniform = true
 	served := 0
 	w0 := 0.0
@@ -65,17 +66,6 @@ func (b *base) summaryFresh(c *Candidate, now time.Time, bs int) bool {
 	return c.Prefix != nil && !c.SummaryStale &&
 		(c.SummaryAt.IsZero() || now.Sub(c.SummaryAt) <= b.cfg.MaxSummaryAge) &&
 		(c.BlockSize == 0 || c.BlockSize == bs)
-}
-
-// load returns c's load in requests: the balancer's own in-flight count, or
-// the gossiped count (every balancer's requests) when fresh and larger.
-func (b *base) load(c *Candidate, now time.Time) float64 {
-	own, _, _ := c.own()
-	l := float64(own)
-	if b.loadFresh(c, now) {
-		l = max(l, float64(c.Load.InFlight), float64(c.Load.Running+c.Load.Waiting))
-	}
-	return l
 }
 
 // fillLoads puts the load of each eligible candidate in s.load.

@@ -90,6 +90,7 @@ type Scratch struct {
 	load    []float64 // effective load per eligible
 	score   []float64 // per eligible
 	queue   []float64 // cost_model: queue wait per eligible, ns
+	delay   []float64 // cost_model: delay its load adds, per eligible, ns
 	cached  []int32   // predicted cached tokens per candidate
 	scores  []float64 // Decision.Scores, per candidate
 	hits    []overlayHit

@@ -49,7 +49,8 @@ func randomWorld(r *rand.Rand) ([]Candidate, *Request) {
 			c.Load = Load{
 				Known: true, Stale: r.IntN(4) == 0,
 				Running: r.IntN(50), Waiting: r.IntN(20), InFlight: r.IntN(60),
-				WaitingPrefillTokens: int64(r.IntN(100000)), HasWaitingPrefillTokens: r.IntN(2) == 0,
+				Exact: r.IntN(2) == 0, Unseen: r.IntN(3),
+				Others: Work{InFlight: r.IntN(60), Pending: r.IntN(20), PrefillTokens: int64(r.IntN(100000))},
 				KVUsage: r.Float64(),
 			}
 			if r.IntN(2) == 0 {

@@ -45,6 +45,16 @@ func (b *Body) String(name string) (s string, ok bool, err error) {
 	return v.AsString(), true, nil
 }
 
+// Bool returns the top-level field name as a boolean: ok is false when the
+// field is absent, null or not a boolean.
+func (b *Body) Bool(name string) (v, ok bool) {
+	x, present := dictGet(b.root, name)
+	if !present || !x.IsBool() {
+		return false, false
+	}
+	return x.AsBool(), true
+}
+
 // ChatBody is Chat for a decoded body.
 func (m *Model) ChatBody(b *Body) (Prompt, error) {
 	if m.sim {

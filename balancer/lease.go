@@ -1,0 +1,39 @@
+package balancer
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/inferrail/inferrail/balancer/fleet"
+)
+
+// lease is one attempt's claim on a replica's counts (route.Counters): taken
+// by fleet.Replica.TryAcquire before the request is sent, its prefill part
+// released when the prefill is over (a stream's first token-bearing event, a
+// non-streaming request's estimated prefill end or its response, whichever
+// comes first) and the rest when the attempt ends (docs/routing.md).
+type lease struct {
+	rep       *fleet.Replica
+	uncached  int
+	prefilled atomic.Bool
+	timer     *time.Timer // the estimated prefill end of a non-streaming request
+}
+
+// prefillAfter releases the prefill part after d, unless prefill is called
+// first.
+func (l *lease) prefillAfter(d time.Duration) { l.timer = time.AfterFunc(max(d, 0), l.prefill) }
+
+// prefill releases the prefill part of the lease (at most once).
+func (l *lease) prefill() {
+	if l.prefilled.CompareAndSwap(false, true) {
+		l.rep.Counters.Prefilled(l.uncached)
+	}
+}
+
+// release ends the lease. Call it exactly once.
+func (l *lease) release() {
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.rep.Counters.Done(l.uncached, l.prefilled.Swap(true))
+}

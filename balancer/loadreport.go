@@ -1,0 +1,61 @@
+package balancer
+
+import (
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/inferrail/inferrail/balancer/fleet"
+	"github.com/inferrail/inferrail/internal/loadreport"
+)
+
+// observeLoad records the load report a sidecar sent in resp's headers and
+// arranges for the one in its trailer to be recorded when the body ends; both
+// are removed, so the client never sees them.
+func (b *Balancer) observeLoad(rep *fleet.Replica, resp *http.Response) {
+	if v := resp.Header.Get(loadreport.Header); v != "" {
+		resp.Header.Del(loadreport.Header)
+		b.recordReport(rep, v)
+	}
+	if _, ok := resp.Trailer[loadreport.Header]; ok {
+		delete(resp.Trailer, loadreport.Header) // not announced to the client
+		resp.Body = &trailerReport{ReadCloser: resp.Body, resp: resp, b: b, rep: rep}
+	}
+}
+
+func (b *Balancer) recordReport(rep *fleet.Replica, v string) {
+	r, err := loadreport.Parse(v)
+	if err != nil {
+		b.m.loadReports.WithLabelValues("malformed").Inc()
+		return
+	}
+	b.m.loadReports.WithLabelValues("ok").Inc()
+	rep.ObserveReport(r, b.now())
+}
+
+// trailerReport records the load report of a response's trailer once its
+// body has ended, and drops it from the trailer.
+type trailerReport struct {
+	io.ReadCloser
+	resp *http.Response
+	b    *Balancer
+	rep  *fleet.Replica
+	done bool
+}
+
+func (t *trailerReport) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if err == io.EOF && !t.done {
+		t.done = true
+		if vs := t.resp.Trailer[loadreport.Header]; len(vs) > 0 {
+			t.b.recordReport(t.rep, vs[0])
+		}
+		delete(t.resp.Trailer, loadreport.Header)
+	}
+	return n, err
+}
+
+func isEventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= len("text/event-stream") && strings.EqualFold(ct[:len("text/event-stream")], "text/event-stream")
+}

@@ -1,0 +1,45 @@
+package route
+
+import "time"
+
+// The load model (docs/routing.md#the-load-model): a replica's work is this
+// balancer's own counts, exact at this instant, plus every other origin's
+// share from the replica's newest load report while that is fresh. A report
+// is written by the replica's sidecar with every response it proxies and
+// every gossip period; it names this balancer's share as the sidecar counted
+// it, so the share is taken out and replaced by the live own counts, never
+// counted twice. Prefill work ends at a request's first token, not at its
+// response headers.
+
+// work returns c's work at now: in flight, pending (prefill not over) and the
+// uncached prompt tokens of the pending requests.
+func (b *base) work(c *Candidate, now time.Time) Work {
+	w := c.ownWork()
+	if !b.loadFresh(c, now) {
+		return w
+	}
+	l := &c.Load
+	if l.Exact {
+		w.InFlight += max(l.Others.InFlight, 0) + max(l.Unseen, 0)
+		w.Pending += max(l.Others.Pending, 0) + max(l.Unseen, 0)
+		w.PrefillTokens += max(l.Others.PrefillTokens, 0) + int64(max(l.Unseen, 0))*int64(b.cfg.Cost.QueuedPromptTokens)
+		return w
+	}
+	// Only the engine's counts: they include this balancer's requests, so
+	// they are a floor, not an addition.
+	if n := l.Running + l.Waiting; n > w.InFlight {
+		w.InFlight = n
+	}
+	if l.Waiting > w.Pending {
+		extra := l.Waiting - w.Pending
+		w.Pending = l.Waiting
+		w.PrefillTokens += int64(extra) * int64(b.cfg.Cost.QueuedPromptTokens)
+	}
+	return w
+}
+
+// load returns c's load in requests in flight (the cache-blind policies,
+// prefix_hash and kv_aware balance on it).
+func (b *base) load(c *Candidate, now time.Time) float64 {
+	return float64(b.work(c, now).InFlight)
+}
