@@ -37,7 +37,7 @@ type Balancer struct {
 	// name is the balancer's identity: its gossip node name, which its
 	// requests carry to sidecars (loadreport.Origin) and which seeds its
 	// policies' randomness apart from other balancers'.
-	name string
+	name   string
 	fleet  *fleet.Fleet
 	proxy  *proxy.Proxy
 	pool   *tokenize.Pool

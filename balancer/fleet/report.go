@@ -62,4 +62,3 @@ func (r *Replica) ObserveTTFT(measured, estimated time.Duration) {
 // TTFTScale returns the replica's running ratio of measured to estimated TTFT
 // (1 before any observation).
 func (r *Replica) TTFTScale() float64 { return math.Exp(math.Float64frombits(r.logTTFT.Load())) }
-

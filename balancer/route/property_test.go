@@ -50,7 +50,7 @@ func randomWorld(r *rand.Rand) ([]Candidate, *Request) {
 				Known: true, Stale: r.IntN(4) == 0,
 				Running: r.IntN(50), Waiting: r.IntN(20), InFlight: r.IntN(60),
 				Exact: r.IntN(2) == 0, Unseen: r.IntN(3),
-				Others: Work{InFlight: r.IntN(60), Pending: r.IntN(20), PrefillTokens: int64(r.IntN(100000))},
+				Others:  Work{InFlight: r.IntN(60), Pending: r.IntN(20), PrefillTokens: int64(r.IntN(100000))},
 				KVUsage: r.Float64(),
 			}
 			if r.IntN(2) == 0 {
