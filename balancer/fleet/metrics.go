@@ -34,7 +34,11 @@ var (
 	descInFlight = prometheus.NewDesc("inferrail_balancer_replica_in_flight",
 		"Requests this balancer is proxying to the replica.", []string{"replica"}, nil)
 	descPending = prometheus.NewDesc("inferrail_balancer_replica_pending",
-		"Requests to the replica that have not received their first byte.", []string{"replica"}, nil)
+		"Requests to the replica whose prefill is not over (a stream before its first token, a non-streaming request before its estimated prefill end).", []string{"replica"}, nil)
+	descPendingTokens = prometheus.NewDesc("inferrail_balancer_replica_pending_prefill_tokens",
+		"Predicted uncached prompt tokens of the pending requests.", []string{"replica"}, nil)
+	descTTFTScale = prometheus.NewDesc("inferrail_balancer_replica_ttft_correction",
+		"Running ratio of measured to estimated time to first token that corrects cost_model's estimates.", []string{"replica"}, nil)
 	descLoadAge = prometheus.NewDesc("inferrail_balancer_replica_load_age_seconds",
 		"Age of the replica's last gossiped load report (absent: none received).", []string{"replica"}, nil)
 	descSummaryAge = prometheus.NewDesc("inferrail_balancer_replica_summary_age_seconds",
@@ -49,7 +53,7 @@ var (
 type replicaCollector struct{ f *Fleet }
 
 func (c *replicaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descState, descInFlight, descPending, descLoadAge, descSummaryAge, descStale} {
+	for _, d := range []*prometheus.Desc{descState, descInFlight, descPending, descPendingTokens, descTTFTScale, descLoadAge, descSummaryAge, descStale} {
 		ch <- d
 	}
 }
@@ -69,6 +73,8 @@ func (c *replicaCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(r.Counters.InFlight.Load()), r.ID)
 		ch <- prometheus.MustNewConstMetric(descPending, prometheus.GaugeValue, float64(r.Counters.Pending.Load()), r.ID)
+		ch <- prometheus.MustNewConstMetric(descPendingTokens, prometheus.GaugeValue, float64(r.Counters.PendingPrefillTokens.Load()), r.ID)
+		ch <- prometheus.MustNewConstMetric(descTTFTScale, prometheus.GaugeValue, r.TTFTScale(), r.ID)
 		m := r.member.Load()
 		if m == nil {
 			continue
