@@ -163,12 +163,21 @@ func requestID(r *http.Request) string {
 func (b *Balancer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *openai.Error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(b.now().Add(b.cfg.Timeouts.ReadBody))
-	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	if r.ContentLength > b.cfg.MaxBodyBytes {
+		// The body stays unread: close the connection after the answer
+		// instead of draining it.
+		w.Header().Set("Connection", "close")
 		return nil, openai.StatusError(http.StatusRequestEntityTooLarge, "request body too large")
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.cfg.MaxBodyBytes))
-	if err != nil {
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	} else {
+		// A body that failed (stalled past read_body, cut, too large) is
+		// not drained: net/http would read the rest of a small one with no
+		// deadline left, forever, before sending the answer. Keep the
+		// expired deadline and close the connection after the answer.
+		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, openai.StatusError(http.StatusRequestEntityTooLarge, "request body too large")
