@@ -86,8 +86,10 @@ type Fleet struct {
 	replicas map[string]*Replica
 	lastSrc  *gossip.FleetSnapshot
 
-	ejectMu sync.Mutex // serializes ejection decisions
-	readmit chan time.Time
+	ejectMu   sync.Mutex    // serializes ejection decisions
+	readmit   chan struct{} // signals a new readmitAt
+	readmitMu sync.Mutex    // protects readmitAt
+	readmitAt time.Time     // earliest ejection end not yet seen by the health loop
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -120,7 +122,7 @@ func New(cfg Config, src MemberSource, prober Prober, log *slog.Logger, reg prom
 	f := &Fleet{
 		cfg: cfg, log: log, src: src, prober: prober,
 		replicas: make(map[string]*Replica),
-		readmit:  make(chan time.Time, 1),
+		readmit:  make(chan struct{}, 1),
 	}
 	f.m = newMetrics(reg, f)
 	f.refresh()

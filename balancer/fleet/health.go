@@ -166,12 +166,27 @@ func (f *Fleet) mayEject(r *Replica, now time.Time) bool {
 }
 
 // wakeReadmit makes the health loop look again at about t, when an ejection
-// ends, so the replica's Down context is renewed.
+// ends, so the replica's Down context is renewed. Wakes are never lost: the
+// earliest one not yet taken by the loop is kept beside the signal.
 func (f *Fleet) wakeReadmit(t time.Time) {
+	f.readmitMu.Lock()
+	if f.readmitAt.IsZero() || t.Before(f.readmitAt) {
+		f.readmitAt = t
+	}
+	f.readmitMu.Unlock()
 	select {
-	case f.readmit <- t:
+	case f.readmit <- struct{}{}:
 	default:
 	}
+}
+
+// takeReadmit returns the earliest wake asked for since the last call.
+func (f *Fleet) takeReadmit() time.Time {
+	f.readmitMu.Lock()
+	defer f.readmitMu.Unlock()
+	t := f.readmitAt
+	f.readmitAt = time.Time{}
+	return t
 }
 
 // healthLoop runs the active probes and renews the Down context of replicas
@@ -187,16 +202,23 @@ func (f *Fleet) healthLoop(ctx context.Context) error {
 	}
 	readmit := time.NewTimer(time.Hour)
 	defer readmit.Stop()
+	var armed time.Time // when readmit fires; zero: idle
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick:
 			f.probeAll(ctx)
-		case t := <-f.readmit:
-			readmit.Reset(max(time.Until(t), 0) + time.Millisecond)
+		case <-f.readmit:
+			// Keep the earliest end: a later ejection must not push back
+			// the readmission of one that ends sooner.
+			if t := f.takeReadmit(); !t.IsZero() && (armed.IsZero() || t.Before(armed)) {
+				armed = t
+				readmit.Reset(max(time.Until(t), 0) + time.Millisecond)
+			}
 		case <-readmit.C:
-			f.renewDown(f.now())
+			armed = time.Time{}
+			f.renewDown(f.now()) // wakes the loop again for the next end
 		}
 	}
 }
