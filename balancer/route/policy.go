@@ -127,12 +127,19 @@ func New(cfg Config) (Policy, error) {
 		return &p2c{base: b}, nil
 	case PolicyPrefixHash:
 		return &prefixHash{base: b}, nil
+	case PolicySGLangCacheAware: // its tree is its overlay
+		return &sglangCacheAware{base: b, tree: newSGLangTree()}, nil
 	}
 	if cfg.Overlay.TTL > 0 {
 		b.overlay = NewOverlay(cfg.Overlay, cfg.PrefixBlocks)
 	}
-	if cfg.Policy == PolicyKVAware {
+	switch cfg.Policy {
+	case PolicyKVAware:
 		return &kvAware{base: b}, nil
+	case PolicyDynamoKV:
+		return &dynamoKV{base: b}, nil
+	case PolicyLLMD:
+		return &llmD{base: b}, nil
 	}
 	return &costModel{base: b, est: newEstimator(cfg.Cost)}, nil
 }
@@ -180,11 +187,12 @@ func (b *base) now(req *Request) time.Time {
 }
 
 // UsesPrefixIndex reports whether p asks the candidates' PrefixIndex
-// (kv_aware and cost_model do; the cache-blind policies and prefix_hash do
-// not), so that a caller prepares Request.Prompt only when it pays off.
+// (kv_aware, cost_model and the dynamo_kv and llm_d baselines do; the
+// cache-blind policies, prefix_hash and sglang_cache_aware do not), so that
+// a caller prepares Request.Prompt only when it pays off.
 func UsesPrefixIndex(p Policy) bool {
 	switch p.(type) {
-	case *kvAware, *costModel:
+	case *kvAware, *costModel, *dynamoKV, *llmD:
 		return true
 	}
 	return false
