@@ -32,27 +32,6 @@ type sglangCacheAware struct {
 	tree *sglangTree
 }
 
-// Reasons of the peer baselines.
-const (
-	// ReasonSGLangImbalance: the fleet was imbalanced; the least loaded.
-	ReasonSGLangImbalance Reason = "sglang_imbalance"
-	// ReasonSGLangCacheHit: the tree's match was above cache_threshold.
-	ReasonSGLangCacheHit Reason = "sglang_cache_hit"
-	// ReasonSGLangLoadGate: the match's replica was over the load gate.
-	ReasonSGLangLoadGate Reason = "sglang_load_gate"
-	// ReasonSGLangCacheMiss: the match was at or below cache_threshold.
-	ReasonSGLangCacheMiss Reason = "sglang_cache_miss"
-	// ReasonSGLangFallback: the matched replica is not eligible; the first
-	// eligible one.
-	ReasonSGLangFallback Reason = "sglang_fallback"
-	// ReasonDynamoLowestCost: dynamo_kv's lowest cost.
-	ReasonDynamoLowestCost Reason = "dynamo_lowest_cost"
-	// ReasonDynamoSampled: dynamo_kv's softmax sample (temperature > 0).
-	ReasonDynamoSampled Reason = "dynamo_sampled"
-	// ReasonLLMDMaxScore: llm_d's highest weighted score.
-	ReasonLLMDMaxScore Reason = "llm_d_max_score"
-)
-
 // sglangLoad is the load SGLang's router balances on: its own requests in
 // flight to the replica (Worker::load). The one place sglang_cache_aware
 // reads load.
