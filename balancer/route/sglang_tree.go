@@ -20,22 +20,24 @@ import (
 //
 // Synchronisation is lock-light: the map is split into treeShards shards by
 // hash, each with its own mutex held for one block's lookup or update, so
-// concurrent decisions rarely meet; the per-tenant sizes are behind one
-// mutex taken once per decision. Memory is bounded: at most
+// concurrent decisions rarely meet; the per-tenant counts are behind one
+// read-write mutex, written once per decision and read (shared) per
+// candidate by the least-loaded and smallest-tree choices. Memory is bounded: at most
 // sglangTenantsPerBlock tenants per block (a ninth replica sent the same
 // prefix replaces the least recently sent), and the tree is cut back to
 // max_tree_size tokens every eviction_interval, or at once when it grows past
 // twice that, by dropping the least recently sent (block, tenant) pairs. A
 // child block is never touched without its parent, so dropping every pair
 // last sent at or before a cut-off removes whole subtrees, leaves first, as
-// SGLang's LRU leaf eviction does. Each pair costs about 25 bytes (a node of
-// 152 bytes holds up to eight) plus the map's overhead; at the default bound
-// of 2^26 tokens (4.2M blocks of 16) and one tenant per block, that is about
-// 0.7 GB, so a deployment lowers baselines.sglang.max_tree_size.
+// SGLang's LRU leaf eviction does. A block costs about 170 bytes with the
+// map's overhead (the key, a 136-byte node with room for eight tenants, the
+// table's slack), however many tenants it has; at the default bound of 2^26
+// tokens (4.2M blocks of 16) held by one tenant each that is about 0.7 GB, so
+// a deployment lowers baselines.sglang.max_tree_size.
 type sglangTree struct {
 	shards [treeShards]treeShard
 
-	mu      sync.Mutex // protects tenants
+	mu      sync.RWMutex // protects tenants and their counts
 	tenants map[uint64]*treeTenant
 
 	total     atomic.Int64 // tokens held over every tenant
@@ -214,8 +216,8 @@ func (t *sglangTree) tenant(id uint64) *treeTenant {
 
 // stats returns the tokens tenant id holds and the requests sent to it.
 func (t *sglangTree) stats(id uint64) (tokens, processed int64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	if tn := t.tenants[id]; tn != nil {
 		return tn.tokens, tn.processed
 	}
@@ -242,7 +244,9 @@ func (t *sglangTree) maybeSweep(now time.Time, interval time.Duration, maxTokens
 }
 
 // sweep drops the least recently sent (block, tenant) pairs until at most
-// maxTokens remain (about: pairs sent at the cut-off instant all go).
+// maxTokens remain (about: pairs sent at the cut-off instant all go). It
+// collects and sorts every pair's time (16 bytes each), once per interval on
+// the deciding goroutine, then drops pairs shard by shard, one lock at a time.
 func (t *sglangTree) sweep(maxTokens int64) {
 	excess := t.total.Load() - maxTokens
 	if excess <= 0 {
