@@ -52,8 +52,8 @@ func TestBaselineConfig(t *testing.T) {
 	if auto := cfg.autoModel("x").Routing; auto.Policy != route.PolicySGLangCacheAware {
 		t.Errorf("automatic model policy %q, want the default sglang_cache_aware", auto.Policy)
 	}
-	if _, err := newModels(&cfg, nil); err != nil {
-		t.Errorf("newModels: %v", err)
+	if _, err := route.New(got); err != nil {
+		t.Errorf("route.New(%s): %v", got.Policy, err)
 	}
 	cfg.Routing.DefaultPolicy = "sglang"
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `routing.default_policy must be one of`) ||
