@@ -113,7 +113,9 @@ type GossipConfig struct {
 
 // RoutingConfig holds the routing defaults.
 type RoutingConfig struct {
-	// DefaultPolicy is the policy of models that do not name one.
+	// DefaultPolicy is the policy of models that do not name one: one of
+	// route.Policies, or for comparisons one of the peer baselines
+	// route.Baselines (docs/baselines.md), which are not production policies.
 	DefaultPolicy string `yaml:"default_policy"`
 	// Seed seeds models that do not set their own.
 	Seed uint64 `yaml:"seed"`
@@ -307,12 +309,8 @@ func (c *Config) Validate() error {
 	if err := c.Gossip.Timings.Validate("gossip"); err != nil {
 		errs = append(errs, err)
 	}
-	known := false
-	for _, p := range route.Policies {
-		known = known || p == c.Routing.DefaultPolicy
-	}
-	if !known {
-		bad("routing.default_policy must be one of %v, got %q", route.Policies, c.Routing.DefaultPolicy)
+	if !route.Known(c.Routing.DefaultPolicy) {
+		bad("routing.default_policy must be one of %v or the baselines %v, got %q", route.Policies, route.Baselines, c.Routing.DefaultPolicy)
 	}
 	errs = append(errs, prefixed("", c.Health.Validate("health"))...)
 	if c.Retry.MaxAttempts < 1 || c.Retry.MaxAttempts > 100 {

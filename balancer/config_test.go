@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/yamlconf"
 )
 
@@ -30,6 +32,33 @@ func TestGoodConfigs(t *testing.T) {
 				t.Fatalf("%s: %v", path, err)
 			}
 		})
+	}
+}
+
+// The peer baselines are accepted as the default policy and per model, with
+// their parameters, and keep the peers' defaults where the file is silent.
+func TestBaselineConfig(t *testing.T) {
+	cfg, err := loadAndValidate("testdata/good-baseline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cfg.Models[0]
+	got := cfg.routeConfig(&m)
+	want := route.DefaultBaselinesConfig()
+	want.Dynamo.RouterTemperature = 0.5
+	if got.Policy != route.PolicyDynamoKV || got.Baselines != want {
+		t.Errorf("route config %q %+v, want dynamo_kv %+v", got.Policy, got.Baselines, want)
+	}
+	if auto := cfg.autoModel("x").Routing; auto.Policy != route.PolicySGLangCacheAware {
+		t.Errorf("automatic model policy %q, want the default sglang_cache_aware", auto.Policy)
+	}
+	if _, err := route.New(got); err != nil {
+		t.Errorf("route.New(%s): %v", got.Policy, err)
+	}
+	cfg.Routing.DefaultPolicy = "sglang"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `routing.default_policy must be one of`) ||
+		!strings.Contains(err.Error(), "sglang_cache_aware") {
+		t.Errorf("Validate() = %v, want it to name the policies and baselines", err)
 	}
 }
 
@@ -75,6 +104,7 @@ func TestBadConfigsReportEveryProblem(t *testing.T) {
 			`admin must differ from listen`,
 			"models[0].block_size must be in [1, 65536], got 0",
 			`models[0].routing.policy must be one of`,
+			"models[0].routing.baselines.sglang.cache_threshold must be in [0, 1], got 2",
 			`models[1].name "m" is already used by models[0].name`,
 			`replicas[0].url must be an http:// or https:// URL, got "ftp://x"`,
 			"replicas[0].models must name at least one model",

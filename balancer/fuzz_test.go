@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/inferrail/inferrail/balancer/route"
@@ -54,14 +55,15 @@ func FuzzMalformedRequests(f *testing.F) {
 
 // TestPicksOnlyEligibleReplicas is a property test through the whole
 // handler: over random fleets (models, caps held full, ejected replicas) and
-// every policy, a request is only ever sent to a healthy replica below its
+// every policy and peer baseline, a request is only ever sent to a healthy replica below its
 // caps that serves the model, and gets 503 only when none is.
 func TestPicksOnlyEligibleReplicas(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(okHandler))
 	defer up.Close()
 	rng := rand.New(rand.NewPCG(3, 4))
-	for trial := range 60 {
-		policy := route.Policies[trial%len(route.Policies)]
+	policies := append(slices.Clone(route.Policies), route.Baselines...)
+	for trial := range 80 {
+		policy := policies[trial%len(policies)]
 		cfg := testConfig()
 		cfg.Models[0].Routing.Policy = policy
 		other := defaultModel()

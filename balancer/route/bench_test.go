@@ -72,3 +72,27 @@ func BenchmarkOverlay(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkBaselines measures one decision per peer baseline over 8, 64 and
+// 256 candidates with a 2k-token prompt (128 block hashes); for
+// sglang_cache_aware the prompt is already in its tree, so the decision
+// walks and touches 128 blocks. Figures are in docs/benchmarks-route.md.
+func BenchmarkBaselines(b *testing.B) {
+	hs := prompt(1, 1, 64, 128)
+	for _, name := range Baselines {
+		for _, n := range []int{8, 64, 256} {
+			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
+				p := newPolicy(b, name, nil)
+				cs := benchFleet(n)
+				s := NewScratch(n)
+				r := req(hs)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, _, err := p.Pick(r, cs, s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

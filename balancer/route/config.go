@@ -57,9 +57,12 @@ type Config struct {
 	KVAware KVAwareConfig `yaml:"kv_aware"`
 	// Cost holds the cost model's parameters.
 	Cost CostConfig `yaml:"cost_model"`
-	// Overlay configures the overlay of recent placements (kv_aware and
-	// cost_model).
+	// Overlay configures the overlay of recent placements (kv_aware,
+	// cost_model and the dynamo_kv and llm_d baselines).
 	Overlay OverlayConfig `yaml:"overlay"`
+	// Baselines holds the parameters of the peer baselines (Baselines),
+	// which are comparisons for bench compare, not production policies.
+	Baselines BaselinesConfig `yaml:"baselines"`
 }
 
 // KVAwareConfig weighs the kv_aware policy's scorers; each scorer gives a
@@ -165,6 +168,7 @@ func DefaultConfig() Config {
 		KVAware:       KVAwareConfig{PrefixWeight: 2, LoadWeight: 1, KVUsageWeight: 1},
 		Cost:          DefaultCostConfig(),
 		Overlay:       OverlayConfig{TTL: 10 * time.Second, Settle: time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32},
+		Baselines:     DefaultBaselinesConfig(),
 	}
 }
 
@@ -175,12 +179,8 @@ func (c Config) Validate() error {
 	bad := func(field, want string, v any) {
 		errs = append(errs, fmt.Errorf("%s must be %s, got %v", field, want, v))
 	}
-	known := false
-	for _, p := range Policies {
-		known = known || p == c.Policy
-	}
-	if !known {
-		bad("policy", fmt.Sprintf("one of %v", Policies), fmt.Sprintf("%q", c.Policy))
+	if !Known(c.Policy) {
+		bad("policy", fmt.Sprintf("one of %v or the baselines %v", Policies, Baselines), fmt.Sprintf("%q", c.Policy))
 	}
 	if c.PrefixBlocks < 1 {
 		bad("prefix_blocks", ">= 1", c.PrefixBlocks)
@@ -220,6 +220,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("kv_aware weights must not all be 0"))
 	}
 	errs = c.Cost.validate("cost_model", errs)
+	errs = c.Baselines.validate("baselines", errs)
 	o := c.Overlay
 	if o.TTL < 0 {
 		bad("overlay.ttl", ">= 0", o.TTL)

@@ -2,26 +2,27 @@ package route
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestDefaultConfigIsValidForEveryPolicy(t *testing.T) {
-	for _, name := range Policies {
+	for _, name := range allPolicies() {
 		t.Run(name, func(t *testing.T) {
 			p := newPolicy(t, name, nil)
 			if p.Name() != name {
 				t.Errorf("Name() = %q, want %q", p.Name(), name)
 			}
 			hasOverlay := OverlayOf(p) != nil
-			wantOverlay := name == PolicyKVAware || name == PolicyCostModel
+			wantOverlay := name == PolicyKVAware || name == PolicyCostModel || name == PolicyDynamoKV || name == PolicyLLMD
 			if hasOverlay != wantOverlay {
 				t.Errorf("OverlayOf(%s) != nil is %v, want %v", name, hasOverlay, wantOverlay)
 			}
 		})
 	}
-	if got := DefaultConfig().Policy; got != PolicyCostModel {
+	if got := DefaultConfig().Policy; got != PolicyCostModel || IsBaseline(got) {
 		t.Errorf("default policy = %q, want %q", got, PolicyCostModel)
 	}
 }
@@ -32,7 +33,19 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		edit func(*Config)
 		want []string // substrings of the error, each must appear
 	}{
-		{"unknown policy", func(c *Config) { c.Policy = "fastest" }, []string{`policy must be one of`, `"fastest"`}},
+		{"unknown policy", func(c *Config) { c.Policy = "fastest" }, []string{`policy must be one of`, `"fastest"`, "sglang_cache_aware"}},
+		{"sglang threshold", func(c *Config) { c.Baselines.SGLang.CacheThreshold = 1.5 }, []string{"baselines.sglang.cache_threshold must be in [0, 1], got 1.5"}},
+		{"sglang abs", func(c *Config) { c.Baselines.SGLang.BalanceAbsThreshold = -1 }, []string{"baselines.sglang.balance_abs_threshold must be >= 0, got -1"}},
+		{"sglang rel", func(c *Config) { c.Baselines.SGLang.BalanceRelThreshold = 0.5 }, []string{"baselines.sglang.balance_rel_threshold must be >= 1 and finite, got 0.5"}},
+		{"sglang interval", func(c *Config) { c.Baselines.SGLang.EvictionInterval = 0 }, []string{"baselines.sglang.eviction_interval must be > 0, got 0s"}},
+		{"sglang tree", func(c *Config) { c.Baselines.SGLang.MaxTreeSize = 0 }, []string{"baselines.sglang.max_tree_size must be in [1, 17179869184], got 0"}},
+		{"sglang rule", func(c *Config) { c.Baselines.SGLang.Rule = "fair" }, []string{`baselines.sglang.rule must be gate or imbalance, got "fair"`}},
+		{"sglang miss", func(c *Config) { c.Baselines.SGLang.Miss = "" }, []string{`baselines.sglang.miss must be min_load or smallest_tree, got ""`}},
+		{"dynamo weight", func(c *Config) { c.Baselines.Dynamo.OverlapScoreWeight = -1 }, []string{"baselines.dynamo.overlap_score_weight must be >= 0 and finite, got -1"}},
+		{"dynamo credit", func(c *Config) { c.Baselines.Dynamo.OverlapScoreCredit = 2 }, []string{"baselines.dynamo.overlap_score_credit must be in [0, 1], got 2"}},
+		{"dynamo temperature", func(c *Config) { c.Baselines.Dynamo.RouterTemperature = math.Inf(1) }, []string{"baselines.dynamo.router_temperature must be >= 0 and finite, got +Inf"}},
+		{"llm-d weight", func(c *Config) { c.Baselines.LLMD.QueueWeight = -2 }, []string{"baselines.llm_d.queue_weight must be >= 0 and finite, got -2"}},
+		{"llm-d zero weights", func(c *Config) { c.Baselines.LLMD = LLMDConfig{} }, []string{"baselines.llm_d weights must not all be 0"}},
 		{"empty policy", func(c *Config) { c.Policy = "" }, []string{`policy must be one of`, `""`}},
 		{"prefix blocks", func(c *Config) { c.PrefixBlocks = 0 }, []string{"prefix_blocks must be >= 1, got 0"}},
 		{"load factor", func(c *Config) { c.LoadFactor = 0.9 }, []string{"load_factor must be >= 1 and finite, got 0.9"}},

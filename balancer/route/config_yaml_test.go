@@ -57,6 +57,10 @@ func TestBadYAMLNamesEveryProblem(t *testing.T) {
 		"max_summary_age", "kv_aware.prefix_weight", "cost_model.linear_tok_per_sec",
 		"cost_model.step_token_budget", "cost_model.hot_prefix_queue_wait", "overlay.ttl",
 		"overlay.slots", "overlay.stride", "overlay.max_points",
+		"baselines.sglang.cache_threshold", "baselines.sglang.balance_rel_threshold",
+		"baselines.sglang.eviction_interval", "baselines.sglang.max_tree_size", "baselines.sglang.rule",
+		"baselines.sglang.miss", "baselines.dynamo.overlap_score_credit", "baselines.dynamo.router_temperature",
+		"baselines.llm_d weights must not all be 0",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() does not mention %q:\n%v", want, err)

@@ -26,6 +26,11 @@
 //     with the per-step latency model of DESIGN.md §8; bounded-load spill;
 //     a prefix whose warm replica is saturated is replicated to the next best.
 //
+// Peer baselines, for comparisons in bench compare and not production policies
+// (Baselines; docs/baselines.md): sglang_cache_aware (the SGLang router's
+// cache_aware policy over its own approximate prefix tree), dynamo_kv (NVIDIA
+// Dynamo's KV router cost) and llm_d (llm-d's default scorers and weights).
+//
 // Staleness (DESIGN.md §4): a load report older than Config.MaxLoadAge, or
 // marked stale by the fleet, is ignored and the balancer's own counters are
 // used; a prefix summary older than Config.MaxSummaryAge is ignored and the

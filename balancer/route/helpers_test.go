@@ -2,6 +2,7 @@ package route
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -93,3 +94,6 @@ func mustPick(t testing.TB, p Policy, r *Request, cs []Candidate) (int, Decision
 	}
 	return i, d
 }
+
+// allPolicies returns the production policies and the peer baselines.
+func allPolicies() []string { return append(slices.Clone(Policies), Baselines...) }

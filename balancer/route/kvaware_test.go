@@ -74,7 +74,7 @@ func TestStaleSummariesFallBackToPrefixHash(t *testing.T) {
 
 // Picks from many goroutines on one policy are safe (run with -race).
 func TestConcurrentPicks(t *testing.T) {
-	for _, name := range Policies {
+	for _, name := range allPolicies() {
 		t.Run(name, func(t *testing.T) {
 			p := newPolicy(t, name, nil)
 			cs := cands(16)
@@ -106,7 +106,7 @@ func TestConcurrentPicks(t *testing.T) {
 
 // The request path allocates nothing once the scratch has grown.
 func TestPickAllocatesNothing(t *testing.T) {
-	for _, name := range Policies {
+	for _, name := range allPolicies() {
 		t.Run(name, func(t *testing.T) {
 			p := newPolicy(t, name, nil)
 			cs := cands(64)

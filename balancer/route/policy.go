@@ -57,6 +57,27 @@ const (
 	ReasonOnlyCandidate Reason = "only_candidate"
 )
 
+// Reasons of the peer baselines.
+const (
+	// ReasonSGLangImbalance: the fleet was imbalanced; the least loaded.
+	ReasonSGLangImbalance Reason = "sglang_imbalance"
+	// ReasonSGLangCacheHit: the tree's match was above cache_threshold.
+	ReasonSGLangCacheHit Reason = "sglang_cache_hit"
+	// ReasonSGLangLoadGate: the match's replica was over the load gate.
+	ReasonSGLangLoadGate Reason = "sglang_load_gate"
+	// ReasonSGLangCacheMiss: the match was at or below cache_threshold.
+	ReasonSGLangCacheMiss Reason = "sglang_cache_miss"
+	// ReasonSGLangFallback: the matched replica is not eligible; the first
+	// eligible one.
+	ReasonSGLangFallback Reason = "sglang_fallback"
+	// ReasonDynamoLowestCost: dynamo_kv's lowest cost.
+	ReasonDynamoLowestCost Reason = "dynamo_lowest_cost"
+	// ReasonDynamoSampled: dynamo_kv's softmax sample (temperature > 0).
+	ReasonDynamoSampled Reason = "dynamo_sampled"
+	// ReasonLLMDMaxScore: llm_d's highest weighted score.
+	ReasonLLMDMaxScore Reason = "llm_d_max_score"
+)
+
 // Decision explains a pick.
 type Decision struct {
 	// Reason is why the candidate was picked.
@@ -68,7 +89,9 @@ type Decision struct {
 	EstimatedTTFT time.Duration
 	// Score is the pick's score where the policy scores: kv_aware's blended
 	// score in [0,1] (higher wins), cost_model's estimated time to first
-	// token plus its miss penalty, in seconds (lower wins).
+	// token plus its miss penalty, in seconds (lower wins); for the peer
+	// baselines sglang_cache_aware's tree match ratio, dynamo_kv's cost in
+	// blocks (lower wins), llm_d's weighted score (higher wins).
 	Score float64
 	// Eligible is how many candidates passed the filter.
 	Eligible int
@@ -76,10 +99,12 @@ type Decision struct {
 	// policy assume the prefix_hash owner holds the prefix.
 	SummaryFallback bool
 	// Cached is the predicted cached tokens per candidate index (-1 where
-	// not eligible); nil for the cache-blind policies.
+	// not eligible); nil for the cache-blind policies and sglang_cache_aware
+	// (whose tree answers for the pick only).
 	Cached []int32
 	// Scores is Score per candidate index (NaN where not eligible); nil for
-	// the policies that do not score.
+	// the policies that do not score each candidate (the cache-blind ones,
+	// prefix_hash, sglang_cache_aware).
 	Scores []float64
 }
 
@@ -128,12 +153,19 @@ func New(cfg Config) (Policy, error) {
 		return &p2c{base: b}, nil
 	case PolicyPrefixHash:
 		return &prefixHash{base: b}, nil
+	case PolicySGLangCacheAware: // its tree is its overlay
+		return &sglangCacheAware{base: b, tree: newSGLangTree()}, nil
 	}
 	if cfg.Overlay.TTL > 0 {
 		b.overlay = NewOverlay(cfg.Overlay, cfg.PrefixBlocks)
 	}
-	if cfg.Policy == PolicyKVAware {
+	switch cfg.Policy {
+	case PolicyKVAware:
 		return &kvAware{base: b}, nil
+	case PolicyDynamoKV:
+		return &dynamoKV{base: b}, nil
+	case PolicyLLMD:
+		return &llmD{base: b}, nil
 	}
 	return &costModel{base: b, est: newEstimator(cfg.Cost)}, nil
 }
@@ -181,11 +213,12 @@ func (b *base) now(req *Request) time.Time {
 }
 
 // UsesPrefixIndex reports whether p asks the candidates' PrefixIndex
-// (kv_aware and cost_model do; the cache-blind policies and prefix_hash do
-// not), so that a caller prepares Request.Prompt only when it pays off.
+// (kv_aware, cost_model and the dynamo_kv and llm_d baselines do; the
+// cache-blind policies, prefix_hash and sglang_cache_aware do not), so that
+// a caller prepares Request.Prompt only when it pays off.
 func UsesPrefixIndex(p Policy) bool {
 	switch p.(type) {
-	case *kvAware, *costModel:
+	case *kvAware, *costModel, *dynamoKV, *llmD:
 		return true
 	}
 	return false

@@ -84,8 +84,8 @@ func TestPredictUsesPreparedPrompt(t *testing.T) {
 
 // Only the policies that read summaries want a prepared prompt.
 func TestUsesPrefixIndex(t *testing.T) {
-	want := map[string]bool{PolicyKVAware: true, PolicyCostModel: true}
-	for _, name := range Policies {
+	want := map[string]bool{PolicyKVAware: true, PolicyCostModel: true, PolicyDynamoKV: true, PolicyLLMD: true}
+	for _, name := range allPolicies() {
 		if got := UsesPrefixIndex(newPolicy(t, name, nil)); got != want[name] {
 			t.Errorf("UsesPrefixIndex(%s) = %v, want %v", name, got, want[name])
 		}

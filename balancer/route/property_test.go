@@ -192,7 +192,7 @@ func checkPick(t *testing.T, name string, cs []Candidate, rq *Request, i int, d 
 // candidate; when one is eligible, every policy picks an eligible one; the
 // errors say which case applies.
 func TestNoPolicyPicksAnIneligibleCandidate(t *testing.T) {
-	for _, name := range Policies {
+	for _, name := range allPolicies() {
 		t.Run(name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(7, uint64(len(name))))
 			p := newPolicy(t, name, nil)
@@ -210,8 +210,8 @@ func FuzzPick(f *testing.F) {
 	f.Add(uint64(1), uint64(2))
 	f.Add(uint64(0), uint64(0))
 	f.Add(uint64(1<<63), uint64(12345))
-	pols := make([]Policy, len(Policies))
-	for k, name := range Policies {
+	pols := make([]Policy, len(allPolicies()))
+	for k, name := range allPolicies() {
 		pols[k] = newPolicy(f, name, nil)
 	}
 	f.Fuzz(func(t *testing.T, a, b uint64) {
@@ -252,7 +252,7 @@ func TestPickErrors(t *testing.T) {
 		{"all tried", excluded, []int{0, 1}, ErrNoCandidate},
 		{"all full", full, nil, ErrAllFull},
 	} {
-		for _, name := range Policies {
+		for _, name := range allPolicies() {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				rq := req(prompt(1, 1, 4, 8))
 				rq.Exclude = tc.ex

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/bench"
 	"github.com/inferrail/inferrail/bench/render"
 	"github.com/inferrail/inferrail/internal/devfleet"
@@ -197,7 +198,7 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 	nginx := commaList{}
 	loadPolicies := commaList{}
 	var loads, balancers, replicaCounts, replicaPolicies commaList
-	fs.Var(&policies, "policies", "balancer policies to compare (default round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model)")
+	fs.Var(&policies, "policies", "balancer policies to compare (default round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model;\nthe peer baselines sglang_cache_aware, dynamo_kv and llm_d are accepted too: docs/baselines.md)")
 	fs.Var(&nginx, "nginx", "nginx baselines in front of the same simulators: round_robin, least_conn (needs nginx installed)")
 	fs.IntVar(&cc.Repetitions, "repetitions", cc.Repetitions, "repeat everything with seeds seed, seed+1, ...")
 	fs.Var(&loads, "load-factors", "also run --load-policies at these multiples of the rate, e.g. 0.5,1.5")
@@ -222,6 +223,16 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 		policies = commaList{"round_robin", "random", "least_request", "p2c", "prefix_hash", "kv_aware", "cost_model"}
 	}
 	cc.Policies, cc.Nginx, cc.LoadPolicies = policies, nginx, loadPolicies
+	for _, l := range []struct {
+		flag  string
+		names []string
+	}{{"--policies", policies}, {"--load-policies", loadPolicies}, {"--replica-policies", replicaPolicies}, {"--balancer-policy", []string{cc.BalancerPolicy}}} {
+		for _, n := range l.names {
+			if !route.Known(n) {
+				return cc, "", fmt.Errorf("%s: %q is not a policy (one of %v or the baselines %v)", l.flag, n, route.Policies, route.Baselines)
+			}
+		}
+	}
 	for _, v := range loads {
 		var f float64
 		if _, err := fmt.Sscan(v, &f); err != nil || f <= 0 {

@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/bench"
 )
 
@@ -98,6 +101,10 @@ func TestParseCompare(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("parseCompare mismatch (-want +got):\n%s", diff)
 	}
+	cc, _, err = parseCompare([]string{"--policies", "sglang_cache_aware,dynamo_kv,llm_d", "--balancer-policy", "llm_d"}, io.Discard)
+	if err != nil || !slices.Equal(cc.Policies, route.Baselines) || cc.BalancerPolicy != "llm_d" {
+		t.Errorf("baselines: policies %v balancer policy %q, err %v; want the three baselines", cc.Policies, cc.BalancerPolicy, err)
+	}
 	cc, _, err = parseCompare(nil, io.Discard)
 	if err != nil || cc.OracleRun || len(cc.ReplicaCounts) != 0 || len(cc.Policies) != 7 {
 		t.Errorf("defaults: oracle %v, replica counts %v, %d policies, err %v; want no oracle, no sweep, 7 policies", cc.OracleRun, cc.ReplicaCounts, len(cc.Policies), err)
@@ -112,6 +119,9 @@ func TestParseCompare(t *testing.T) {
 		{[]string{"--replica-policies", "cost_model"}, "--replica-counts"},
 		{[]string{"--balancer-counts", "-1"}, "--balancer-counts"},
 		{[]string{"--load-factors", "0"}, "--load-factors"},
+		{[]string{"--policies", "round_robin,sglang"}, `--policies: "sglang" is not a policy`},
+		{[]string{"--load-factors", "2", "--load-policies", "dynamo"}, "--load-policies"},
+		{[]string{"--balancer-policy", "llmd"}, "--balancer-policy"},
 	} {
 		if _, _, err := parseCompare(tt.args, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("parseCompare(%q) = %v, want an error naming %s", tt.args, err, tt.want)

@@ -35,7 +35,7 @@ func devConfig(args []string, stderr io.Writer) (devfleet.Config, error) {
 	fs.IntVar(&cfg.Replicas, "replicas", cfg.Replicas, "number of simulated engines, each with a sidecar")
 	fs.IntVar(&cfg.Balancers, "balancers", cfg.Balancers, "number of balancers (balancer i listens on port+i)")
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "first balancer's client port (0 picks free ports)")
-	fs.StringVar(&cfg.Policy, "policy", cfg.Policy, "routing policy: round_robin, random, least_request, p2c, prefix_hash, kv_aware, cost_model")
+	fs.StringVar(&cfg.Policy, "policy", cfg.Policy, "routing policy: round_robin, random, least_request, p2c, prefix_hash, kv_aware, cost_model (or a peer baseline for comparisons: sglang_cache_aware, dynamo_kv, llm_d)")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "served model name")
 	fs.IntVar(&cfg.CacheBlocks, "num-gpu-blocks", cfg.CacheBlocks, "KV blocks per simulator (0: the simulator's default)")
 	fs.BoolVar(&cfg.ZeroLatency, "zero-latency", cfg.ZeroLatency, "simulator steps take no time")

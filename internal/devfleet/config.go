@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/inferrail/inferrail/balancer/route"
 )
 
 // Config describes a local fleet.
@@ -21,8 +23,9 @@ type Config struct {
 	Port int
 	// Model is the served model name.
 	Model string
-	// Policy is the balancers' routing policy (round_robin, random,
-	// least_request, p2c, prefix_hash, kv_aware, cost_model).
+	// Policy is the balancers' routing policy: one of route.Policies, or a
+	// peer baseline of route.Baselines (sglang_cache_aware, dynamo_kv,
+	// llm_d) for comparisons.
 	Policy string
 	// Seed seeds the balancers' routing.
 	Seed uint64
@@ -96,8 +99,8 @@ func (c Config) Validate() error {
 	if c.Model == "" {
 		bad("model must not be empty")
 	}
-	if c.Policy == "" {
-		bad("policy must not be empty")
+	if !route.Known(c.Policy) {
+		bad("policy must be one of %v or the baselines %v, got %q", route.Policies, route.Baselines, c.Policy)
 	}
 	if c.CacheBlocks < 0 || c.BlockSize <= 0 {
 		bad("cache_blocks must be >= 0 and block_size > 0, got %d and %d", c.CacheBlocks, c.BlockSize)

@@ -3,16 +3,18 @@ package devfleet
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/inferrail/inferrail/balancer"
+	"github.com/inferrail/inferrail/balancer/route"
 )
 
 // The balancer config devfleet writes is accepted by the balancer's own
 // strict loader and carries the policy, model and addresses asked for.
 func TestBalancerYAMLLoads(t *testing.T) {
-	for _, policy := range []string{"round_robin", "random", "least_request", "p2c", "prefix_hash", "kv_aware", "cost_model"} {
+	for _, policy := range append(slices.Clone(route.Policies), route.Baselines...) {
 		cfg := DefaultConfig()
 		cfg.Policy = policy
 		path := filepath.Join(t.TempDir(), "b.yaml")
@@ -45,6 +47,8 @@ func TestValidate(t *testing.T) {
 		{"replicas", func(c *Config) { c.Replicas = 0 }, "replicas"},
 		{"port", func(c *Config) { c.Port = 70000 }, "port"},
 		{"policy", func(c *Config) { c.Policy = "" }, "policy"},
+		{"unknown policy", func(c *Config) { c.Policy = "sglang" }, `policy must be one of`},
+		{"a baseline is a policy", func(c *Config) { c.Policy = "llm_d" }, ""},
 		{"block size", func(c *Config) { c.BlockSize = 0 }, "block_size"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,93 @@
+package devfleet_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/balancer/route"
+	"github.com/inferrail/inferrail/bench"
+	"github.com/inferrail/inferrail/internal/devfleet"
+)
+
+// Each peer baseline routes a real fleet end to end, the way `bench compare
+// --policies` runs it: a cold fleet of the real binary (2 simulators, 2
+// sidecars, 1 balancer) with the baseline as the balancers' policy serves a
+// short W1 run with every request completing, naming its replica, and the
+// balancer's decision metric showing the baseline's own reasons.
+func TestBaselinesRouteAFleet(t *testing.T) {
+	bin := buildBinary(t)
+	want := map[string][]string{
+		route.PolicySGLangCacheAware: {string(route.ReasonSGLangCacheHit), string(route.ReasonSGLangCacheMiss)},
+		route.PolicyDynamoKV:         {string(route.ReasonDynamoLowestCost)},
+		route.PolicyLLMD:             {string(route.ReasonLLMDMaxScore)},
+	}
+	for _, policy := range route.Baselines {
+		t.Run(policy, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
+			defer cancel()
+			cfg := devfleet.DefaultConfig()
+			cfg.Binary, cfg.Replicas, cfg.Balancers, cfg.Port = bin, 2, 1, 0
+			cfg.ZeroLatency, cfg.CacheBlocks, cfg.Policy = true, 2000, policy
+			cfg.LogDir = t.TempDir()
+			f, err := devfleet.Start(ctx, cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := f.Stop(); err != nil {
+					t.Errorf("stop: %v", err)
+				}
+			}()
+			bc := bench.DefaultConfig()
+			bc.Warmup, bc.Targets = 0, []string{f.Balancers[0].URL}
+			bc.EngineMetrics = f.EngineMetricsURLs()
+			bc.CacheBlocks = cfg.CacheBlocks
+			wl := bench.DefaultWorkload(bench.W1)
+			wl.Groups, wl.SystemTokens, wl.Rate, wl.MaxSessions, wl.Duration = 2, 256, 20, 16, 0
+			res, err := bench.RunWorkload(ctx, bc, wl, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := res.Summary; s.Requests != 16 || s.Failed != 0 {
+				t.Fatalf("%d requests, %d failed; want 16 and 0", s.Requests, s.Failed)
+			}
+			for _, r := range res.Records {
+				if r.Replica == "" {
+					t.Fatalf("request %d: no x-inferrail-replica", r.Session)
+				}
+			}
+			if res.Summary.HitRateUsage <= 0 {
+				t.Errorf("hit rate %v: two shared system prompts must hit under a cache-aware baseline", res.Summary.HitRateUsage)
+			}
+			resp, err := http.Get(f.Balancers[0].Admin + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, reason := range want[policy] {
+				if !strings.Contains(string(body), `reason="`+reason+`"`) {
+					t.Errorf("balancer metrics show no decision with reason %q:\n%s", reason, grepLines(string(body), "route_decisions_total"))
+				}
+			}
+		})
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
