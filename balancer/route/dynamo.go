@@ -26,30 +26,23 @@ type dynamoKV struct{ *base }
 // tokens and blocks of bs tokens. Dynamo's router tracks, for the requests
 // routed to a worker (its own, and other routers' when replicas sync): the
 // prompt tokens still to prefill (dropped at the first token) and the KV
-// blocks of every active sequence. Ours:
+// blocks of every active sequence. Ours, from the load model (work):
 //
-//   - pending prefill tokens: this balancer's Own.PendingPrefillTokens, or
-//     the gossiped Load.WaitingPrefillTokens (every balancer's) when fresh
-//     and larger.
-//   - active blocks: the gossiped Load.KVUsage × CapacityBlocks when fresh
+//   - pending prefill tokens: Work.PrefillTokens, this balancer's own
+//     pending prefill plus every other origin's share from a fresh report.
+//   - active blocks: the reported Load.KVUsage × CapacityBlocks when fresh
 //     and the capacity is known (the engine's blocks in use); otherwise
-//     Own.InFlight × ceil(cost_model.decode_context_tokens / bs), the cost
-//     model's assumed context per running request.
+//     Work.InFlight × ceil(cost_model.decode_context_tokens / bs), the cost
+//     model's assumed context per request in flight.
 //
 // The one place dynamo_kv reads load.
 func (p *dynamoKV) dynamoLoad(c *Candidate, now time.Time, bs int) (prefillTokens, activeBlocks float64) {
-	inFlight, _, tokens := c.own()
-	prefillTokens = float64(max(tokens, 0))
+	w := p.work(c, now)
+	prefillTokens = float64(max(w.PrefillTokens, 0))
 	perRequest := math.Ceil(float64(p.cfg.Cost.DecodeContextTokens) / float64(bs))
-	activeBlocks = float64(max(inFlight, 0)) * perRequest
-	if p.loadFresh(c, now) {
-		l := &c.Load
-		if l.HasWaitingPrefillTokens {
-			prefillTokens = max(prefillTokens, float64(l.WaitingPrefillTokens))
-		}
-		if c.CapacityBlocks > 0 {
-			activeBlocks = min(max(l.KVUsage, 0), 1) * float64(c.CapacityBlocks)
-		}
+	activeBlocks = float64(max(w.InFlight, 0)) * perRequest
+	if c.CapacityBlocks > 0 && p.loadFresh(c, now) {
+		activeBlocks = min(max(c.Load.KVUsage, 0), 1) * float64(c.CapacityBlocks)
 	}
 	return prefillTokens, activeBlocks
 }

@@ -37,9 +37,9 @@ func TestDynamoCosts(t *testing.T) {
 			edit: func(cs []Candidate) { cs[2].Load.KVUsage = 0.191 }, want: 2, costs: []float64{256, 256, 255, 256}},
 		{name: "193 active blocks tip it to a cold one",
 			edit: func(cs []Candidate) { cs[2].Load.KVUsage = 0.193 }, want: -1, costs: []float64{256, 256, 257, 256}},
-		{name: "the gossiped waiting prefill tokens count as pending prefill",
+		{name: "other origins' pending prefill tokens count as pending prefill",
 			edit: func(cs []Candidate) {
-				cs[2].Load.WaitingPrefillTokens, cs[2].Load.HasWaitingPrefillTokens = 200*16, true
+				cs[2].Load.Exact, cs[2].Load.Others.PrefillTokens = true, 200*16
 			}, want: -1, costs: []float64{256, 256, 264, 256}},
 		{name: "a stale report: own pending prefill and in-flight × assumed context",
 			edit: func(cs []Candidate) {
