@@ -45,7 +45,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // workloadFlags registers the workload flags; apply fills the named
 // workload's defaults and then the flags that were set.
 func workloadFlags(fs *flag.FlagSet) (apply func() (bench.WorkloadConfig, error)) {
-	name := fs.String("workload", bench.W1, "workload: W1, W2, W3, W6 or mooncake")
+	name := fs.String("workload", bench.W1, "workload: W1, W2, W3, W6, ladder or mooncake")
 	set := map[string]func(*bench.WorkloadConfig, string) error{}
 	given := map[string]string{} // flag name → value, for flags on the command line
 	var order []string
@@ -78,6 +78,7 @@ func workloadFlags(fs *flag.FlagSet) (apply func() (bench.WorkloadConfig, error)
 	dur("duration", "arrival window (default 1m)", func(c *bench.WorkloadConfig) *time.Duration { return &c.Duration })
 	num("max-sessions", "at most this many sessions", func(c *bench.WorkloadConfig) *int { return &c.MaxSessions })
 	num("groups", "distinct shared prefixes (W1 system prompts)", func(c *bench.WorkloadConfig) *int { return &c.Groups })
+	num("prompts-per-group", "distinct questions per shared prefix (ladder)", func(c *bench.WorkloadConfig) *int { return &c.PromptsPerGroup })
 	num("system-tokens", "shared system prompt length", func(c *bench.WorkloadConfig) *int { return &c.SystemTokens })
 	num("user-tokens", "user message length", func(c *bench.WorkloadConfig) *int { return &c.UserTokens })
 	num("output-tokens", "generated tokens per request", func(c *bench.WorkloadConfig) *int { return &c.OutputTokens })
@@ -169,6 +170,9 @@ func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
+	if cc.DryRun {
+		return bench.WritePlan(stdout, cc)
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	results, err := bench.Compare(ctx, cc, log)
 	if len(results) == 0 {
@@ -211,6 +215,15 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 	fs.IntVar(&cc.Fleet.Balancers, "balancers", cc.Fleet.Balancers, "balancers per fleet")
 	fs.IntVar(&cc.Fleet.CacheBlocks, "num-gpu-blocks", 8192, "KV blocks per simulator")
 	fs.StringVar(&cc.Fleet.LogDir, "log-dir", "", "keep the fleets' logs here")
+	var balancerPolicies, peerPolicies, capacityRates commaList
+	fs.Var(&balancerPolicies, "balancer-policies", "policies of the balancer sweep (default --balancer-policy); best_peer stands for the best --peer-policies")
+	fs.Var(&peerPolicies, "peer-policies", "the peers' baseline policies; best_peer in --load-policies or --balancer-policies is the one with the lowest TTFT p99 at the base load")
+	fs.Var(&capacityRates, "capacity-rates", "first measure --capacity-policy's capacity at these ascending rates (a trace's speed-ups) and make it the base load")
+	fs.StringVar(&cc.Capacity.Policy, "capacity-policy", "round_robin", "policy of the capacity search")
+	fs.DurationVar(&cc.Capacity.Duration, "capacity-duration", 0, "arrival window of a capacity run (default --duration)")
+	fs.DurationVar(&cc.Capacity.Warmup, "capacity-warmup", 0, "warm-up of a capacity run (default --warmup)")
+	fs.DurationVar(&cc.Capacity.Drain, "capacity-drain", 0, "drain of a capacity run (default --drain)")
+	fs.BoolVar(&cc.DryRun, "dry-run", false, "print the runs and the time budget, run nothing")
 	benchConfigFlags(fs, &cc.Bench)
 	wl := workloadFlags(fs)
 	out := fs.String("out", "bench/results", "directory for the JSON results")
@@ -228,6 +241,16 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 			return cc, "", fmt.Errorf("--load-factors: %q is not a positive number", v)
 		}
 		cc.LoadFactors = append(cc.LoadFactors, f)
+	}
+	cc.BalancerPolicies, cc.PeerPolicies = balancerPolicies, peerPolicies
+	prev := 0.0
+	for _, v := range capacityRates {
+		var f float64
+		if _, err := fmt.Sscan(v, &f); err != nil || f <= prev {
+			return cc, "", fmt.Errorf("--capacity-rates: %q is not a positive number above the one before", v)
+		}
+		prev = f
+		cc.Capacity.Rates = append(cc.Capacity.Rates, f)
 	}
 	var err error
 	if cc.BalancerCounts, err = positiveInts("--balancer-counts", balancers); err != nil {
