@@ -237,11 +237,14 @@ func markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 		fmt.Fprintf(&sb, "; %d system prompts of %d tokens, %d-token questions, %d output tokens", wl.Groups, wl.SystemTokens, wl.UserTokens, wl.OutputTokens)
 	case bench.W2, bench.W3:
 		fmt.Fprintf(&sb, "; %d turns, %d-token messages, %d output tokens, think %v", wl.Turns, wl.UserTokens, wl.OutputTokens, wl.Think)
+	case bench.Ladder:
+		fmt.Fprintf(&sb, "; %d shared prompts of %d tokens × %d questions of %d tokens, %d output tokens", wl.Groups, wl.SystemTokens, wl.PromptsPerGroup, wl.UserTokens, wl.OutputTokens)
 	case bench.Mooncake:
 		fmt.Fprintf(&sb, "; trace %s at %g×, prompts cut at %d tokens", wl.TracePath, wl.Speedup, wl.MaxInputTokens)
 	}
 	fmt.Fprintf(&sb, ".\nFleet: %d simulated replicas of %d blocks × %d tokens (every run starts cold). SLO for goodput: TTFT ≤ %v and TPOT ≤ %v.\n\n",
 		cfg.Replicas, cfg.CacheBlocks, cfg.BlockSize, cfg.SLO.TTFT, cfg.SLO.TPOT)
+	fmt.Fprintf(&sb, "Load: %s.\n\n", baseLoad(groups))
 	if reproduce != "" {
 		fmt.Fprintf(&sb, "Reproduce: `%s`\n\n", reproduce)
 	}
@@ -254,6 +257,7 @@ func markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 		loadContext(&sb, groups)
 		sb.WriteString("\n")
 	}
+	capacitySection(&sb, groups)
 	oracle := oracleRun(groups)
 	sb.WriteString("## Policies and baselines\n\n")
 	sb.WriteString("Latencies in ms, counted from each request's scheduled send time (open loop). Hit rate from `usage.prompt_tokens_details.cached_tokens`; " +
