@@ -66,7 +66,7 @@ func (g *Group) ttfts() []time.Duration {
 // policyOrder ranks policies in tables and charts: cache-blind baselines
 // first, then cache-aware policies, then external baselines.
 var policyOrder = map[string]int{"round_robin": 1, "random": 2, "least_request": 3, "p2c": 4, "prefix_hash": 5,
-	"kv_aware": 6, "cost_model": 7, "nginx-round_robin": 8, "nginx-least_conn": 9}
+	"kv_aware": 6, "cost_model": 7, "sglang_cache_aware": 8, "dynamo_kv": 9, "llm_d": 10, "nginx-round_robin": 11, "nginx-least_conn": 12}
 
 var kindOrder = map[string]int{"": 0, bench.KindPolicy: 0, bench.KindBaseline: 0, bench.KindOracle: 0, bench.KindLoad: 1, bench.KindBalancers: 2, bench.KindReplicas: 3}
 
