@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/inferrail/inferrail/bench"
@@ -95,8 +96,10 @@ func headlineMatrix(sb *strings.Builder, sets []Set, linkPrefix string) {
 		}
 		v, unit := baseLoadValue(s.Groups)
 		load := fmt.Sprintf("%.3g %s", v, unit)
-		if capacityOfSet(s.Groups) != nil {
+		if c := capacityOfSet(s.Groups); c != nil && c.Bracketed {
 			load += " (capacity)"
+		} else if c != nil {
+			load += " (capacity not reached)"
 		}
 		part := fmt.Sprintf("[%s](%s%s/%s)", s.partName(), linkPrefix, dirName(s.partName()), ReportFile)
 		for _, row := range []struct {
@@ -132,4 +135,30 @@ func HeadlineSnippet(sets []Set, linkPrefix string) string {
 	}
 	fmt.Fprintf(&sb, "\nMatrix goals: %s; %d losing cells ([goals and losing cells](%s%s)).\n", strings.Join(st, ", "), len(losses), linkPrefix, IndexFile)
 	return sb.String()
+}
+
+// Markers around the generated headline in a README (SpliceReadme).
+const (
+	HeadlineBegin = "<!-- bench-headline:begin -->"
+	HeadlineEnd   = "<!-- bench-headline:end -->"
+)
+
+// SpliceReadme replaces the text between HeadlineBegin and HeadlineEnd in
+// the file at path with snippet. It is an error when the markers are not
+// there once each, in order.
+func SpliceReadme(path, snippet string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	s := string(b)
+	i, j := strings.Index(s, HeadlineBegin), strings.Index(s, HeadlineEnd)
+	if i < 0 || j < i || strings.Count(s, HeadlineBegin) != 1 || strings.Count(s, HeadlineEnd) != 1 {
+		return fmt.Errorf("%s: needs one %s line before one %s line", path, HeadlineBegin, HeadlineEnd)
+	}
+	out := s[:i+len(HeadlineBegin)] + "\n" + snippet + s[j:]
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }

@@ -286,3 +286,33 @@ func TestWriteTreeParts(t *testing.T) {
 		}
 	}
 }
+
+// The README splice replaces only what lies between the markers, and
+// refuses a file without them.
+func TestSpliceReadme(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "README.md")
+	orig := "# x\n\nbefore\n" + HeadlineBegin + "\nold table\n" + HeadlineEnd + "\nafter\n"
+	if err := os.WriteFile(path, []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // idempotent
+		if err := SpliceReadme(path, "new table\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := os.ReadFile(path)
+	if want := "# x\n\nbefore\n" + HeadlineBegin + "\nnew table\n" + HeadlineEnd + "\nafter\n"; string(b) != want {
+		t.Errorf("spliced README:\n%s\nwant:\n%s", b, want)
+	}
+	for _, bad := range []string{"no markers\n", HeadlineEnd + "\n" + HeadlineBegin + "\n", HeadlineBegin + HeadlineBegin + HeadlineEnd} {
+		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := SpliceReadme(path, "x"); err == nil || !strings.Contains(err.Error(), "bench-headline") {
+			t.Errorf("SpliceReadme(%q) = %v, want an error naming the markers", bad, err)
+		}
+	}
+	if err := SpliceReadme(filepath.Join(t.TempDir(), "missing.md"), "x"); err == nil {
+		t.Error("SpliceReadme of a missing file gave no error")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -288,6 +289,7 @@ func runBenchReport(_ context.Context, args []string, stdout, stderr io.Writer) 
 	in := fs.String("results", "bench/results", "directory of JSON results, or of one subdirectory of results per workload")
 	out := fs.String("out", "bench/report", "directory for report.md and the charts (with subdirectories: <workload>/report.md and README.md)")
 	repro := fs.String("reproduce", "", "command line shown in the report as the way to reproduce it")
+	readme := fs.String("readme", "", "also write the headline table between the bench-headline markers of this file (e.g. README.md)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -298,6 +300,11 @@ func runBenchReport(_ context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		if err := render.WriteTree(*out, sets, *repro); err != nil {
 			return err
+		}
+		if *readme != "" {
+			if err := render.SpliceReadme(*readme, render.HeadlineSnippet(sets, filepath.ToSlash(*out)+"/")); err != nil {
+				return err
+			}
 		}
 		for _, s := range sets {
 			fmt.Fprintf(stdout, "%s:\n", s.Workload)
