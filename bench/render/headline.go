@@ -144,21 +144,28 @@ const (
 )
 
 // SpliceReadme replaces the text between HeadlineBegin and HeadlineEnd in
-// the file at path with snippet. It is an error when the markers are not
-// there once each, in order.
+// the file at path with snippet (see spliceHeadline).
 func SpliceReadme(path, snippet string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
-	s := string(b)
-	i, j := strings.Index(s, HeadlineBegin), strings.Index(s, HeadlineEnd)
-	if i < 0 || j < i || strings.Count(s, HeadlineBegin) != 1 || strings.Count(s, HeadlineEnd) != 1 {
-		return fmt.Errorf("%s: needs one %s line before one %s line", path, HeadlineBegin, HeadlineEnd)
+	out, err := spliceHeadline(string(b), snippet)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	out := s[:i+len(HeadlineBegin)] + "\n" + snippet + s[j:]
 	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// spliceHeadline replaces what lies between the markers of s with snippet;
+// s must hold each marker once, HeadlineBegin first.
+func spliceHeadline(s, snippet string) (string, error) {
+	i, j := strings.Index(s, HeadlineBegin), strings.Index(s, HeadlineEnd)
+	if i < 0 || j < i+len(HeadlineBegin) || strings.Count(s, HeadlineBegin) != 1 || strings.Count(s, HeadlineEnd) != 1 {
+		return "", fmt.Errorf("needs one %s line before one %s line", HeadlineBegin, HeadlineEnd)
+	}
+	return s[:i+len(HeadlineBegin)] + "\n" + snippet + s[j:], nil
 }

@@ -316,3 +316,21 @@ func TestSpliceReadme(t *testing.T) {
 		t.Error("SpliceReadme of a missing file gave no error")
 	}
 }
+
+// Whatever the file holds, the splice either refuses it or keeps everything
+// outside the markers and puts the snippet between them.
+func FuzzSpliceHeadline(f *testing.F) {
+	f.Add("a\n"+HeadlineBegin+"\nold\n"+HeadlineEnd+"\nb", "new\n")
+	f.Add(HeadlineEnd+HeadlineBegin, "x")
+	f.Add("<!-- bench-headline:begin --><!-- bench-headline:end -->", "")
+	f.Fuzz(func(t *testing.T, s, snippet string) {
+		out, err := spliceHeadline(s, snippet)
+		if err != nil {
+			return
+		}
+		i, j := strings.Index(s, HeadlineBegin), strings.Index(s, HeadlineEnd)
+		if !strings.HasPrefix(out, s[:i+len(HeadlineBegin)]+"\n"+snippet) || !strings.HasSuffix(out, s[j:]) {
+			t.Fatalf("splice of %q with %q = %q", s, snippet, out)
+		}
+	})
+}
