@@ -132,6 +132,12 @@ func TestMatrixGoals(t *testing.T) {
 			many(bench.W2, "round_robin", 4, 100, 0.5),
 		}, []Status{NotMeasured, NotMeasured, NotMeasured, NotMeasured}, []string{"W2 1× (needs cost_model and a rival)", "W2 1× (needs cost_model and another policy)",
 			"no W1 cost_model run at 1×", "W2 1× round_robin ×4 balancers (no one-balancer run)"}, []string{"No losing cell"}},
+		{"W1 predictions and hit rate alone", []mrun{
+			at(bench.W1, 1, "round_robin", 100, 1000, 0.3, 10),
+			{part: "W1", workload: bench.W1, kind: bench.KindPolicy, policy: "cost_model", load: 1, balancers: 1, p50: 30, p99: 300, hit: 0.88, goodput: 10, pred: 0.9},
+			oracleW1, many(bench.W1, "cost_model", 4, 300, 0.8),
+		}, []Status{Met, Met, Missed, Missed}, []string{"predictions 90.0% exact", "hit rate 98% of the oracle's"},
+			[]string{"| W1 1× | W1 predictions | cost_model | 90.0% exact |", "| W1 1× cost_model ×4 balancers | hit rate with many balancers | cost_model-4b | 0.800 (91%) |"}},
 		{"W1 without an oracle", []mrun{
 			at(bench.W1, 1, "round_robin", 100, 1000, 0.3, 10), at(bench.W1, 1, "cost_model", 30, 300, 0.88, 10),
 		}, []Status{Met, Met, NotMeasured, NotMeasured}, []string{"needs an oracle run that hits (bench compare --oracle)", "p99 0.30× round_robin"}, nil},
