@@ -320,6 +320,9 @@ func runBenchReport(_ context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "report: %s/%s\n", *out, render.IndexFile)
 		return nil
 	}
+	if *readme != "" {
+		return fmt.Errorf("--readme %s: %s holds results, not one directory per part", *readme, *in)
+	}
 	results, err := render.ReadDir(*in)
 	if err != nil {
 		return err

@@ -185,3 +185,36 @@ func TestParseCompareMatrix(t *testing.T) {
 		}
 	}
 }
+
+// bench report --readme writes the headline between a README's markers,
+// with links under --out, and refuses a single-directory layout.
+func TestBenchReportReadme(t *testing.T) {
+	dir := t.TempDir()
+	in, out, readme := filepath.Join(dir, "results"), filepath.Join(dir, "report"), filepath.Join(dir, "README.md")
+	if err := os.MkdirAll(filepath.Join(in, "W1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"round_robin", "cost_model"} {
+		r := &bench.Result{Config: bench.DefaultConfig(), Workload: bench.DefaultWorkload(bench.W1), Run: bench.RunInfo{Kind: bench.KindPolicy, Policy: p, Balancers: 1, Load: 1, Replicas: 4}}
+		r.Config.Label, r.Config.Replicas = p, 4
+		r.Summary.Requests, r.Summary.TTFT.P50, r.Summary.TTFT.P99 = 10, 20, 40
+		if err := r.WriteFile(filepath.Join(in, "W1", p+"-rep0.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(readme, []byte("# x\n<!-- bench-headline:begin -->\n<!-- bench-headline:end -->\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"bench", "report", "--results", in, "--out", out, "--readme", readme}, &stdout, &stderr); code != 0 {
+		t.Fatalf("bench report exited %d: %s", code, stderr.String())
+	}
+	b, _ := os.ReadFile(readme)
+	if !strings.Contains(string(b), "| ["+"W1]("+filepath.ToSlash(out)+"/W1/report.md) |") || !strings.HasPrefix(string(b), "# x\n") {
+		t.Errorf("README after the splice:\n%s", b)
+	}
+	if code := runMain(context.Background(), []string{"bench", "report", "--results", filepath.Join(in, "W1"), "--out", out, "--readme", readme}, &stdout, &stderr); code == 0 ||
+		!strings.Contains(stderr.String(), "not one directory per part") {
+		t.Errorf("--readme on a single directory: exit %d, %s", code, stderr.String())
+	}
+}
