@@ -286,7 +286,8 @@ func TestWriteTreeParts(t *testing.T) {
 		t.Errorf("headline snippet:\n%s", head)
 	}
 	rep := read("mooncake-h100/report.md")
-	for _, want := range []string{"## Capacity", "| 3 | 150 | 0 | 0 | 4000 | 70.0 | no |", "every cell: cost_model TTFT p99"} {
+	for _, want := range []string{"## Capacity", "| 3 | 150 | 0 | 0 | 4000 | 70.0 | no |", "every cell: cost_model TTFT p99",
+		"### Losing cells", "| mooncake-h100 1× | p50 vs the lowest |"} {
 		if !strings.Contains(rep, want) {
 			t.Errorf("part report lacks %q:\n%s", want, rep)
 		}

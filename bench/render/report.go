@@ -150,6 +150,8 @@ func Write(dir string, results []*bench.Result, reproduce string) error {
 type page struct {
 	reproduce string
 	goals     []Goal
+	// losses are the part's losing cells, shown after the goals.
+	losses []Loss
 	// goalsNote follows the goals table (e.g. a link to the other workloads).
 	goalsNote string
 }
@@ -251,6 +253,10 @@ func markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 	if len(pg.goals) > 0 {
 		sb.WriteString("## Goals\n\nComputed from the results below (means over repetitions; p99 is TTFT p99).\n\n")
 		goalsTable(&sb, pg.goals)
+		if len(pg.losses) > 0 {
+			sb.WriteString("\n### Losing cells\n\n")
+			lossTable(&sb, pg.losses)
+		}
 		if pg.goalsNote != "" {
 			sb.WriteString("\n" + pg.goalsNote + "\n")
 		}

@@ -76,14 +76,14 @@ func dirName(workload string) string {
 func WriteTree(dir string, sets []Set, reproduce string) error {
 	earlier := Evaluate(sets)
 	for _, s := range sets {
-		own, _ := MatrixGoals([]Set{s})
+		own, losses := MatrixGoals([]Set{s})
 		own = measuredOnly(own)
 		for _, g := range earlier {
 			if g.Workload == s.Workload {
 				own = append(own, g)
 			}
 		}
-		pg := page{reproduce: reproduce, goals: own, goalsNote: fmt.Sprintf("Goals over every part: [%s](../%s).", IndexFile, IndexFile)}
+		pg := page{reproduce: reproduce, goals: own, losses: losses, goalsNote: fmt.Sprintf("Goals over every part: [%s](../%s).", IndexFile, IndexFile)}
 		if err := writeDir(filepath.Join(dir, dirName(s.partName())), s.Groups, pg); err != nil {
 			return fmt.Errorf("report of %s: %w", s.partName(), err)
 		}
