@@ -53,6 +53,9 @@ type Capacity struct {
 	// policy stayed within the SLO at every tried rate and the capacity is
 	// at least Rate.
 	Bracketed bool `json:"bracketed"`
+	// Exceeded says the policy was beyond the SLO already at the lowest
+	// tried rate, which is then Rate: the capacity is below it.
+	Exceeded bool `json:"exceeded,omitempty"`
 	// Window is the arrival window of each search run.
 	Window time.Duration `json:"window_ns"`
 	// Points are the tried rates, in order.
@@ -83,15 +86,19 @@ func NewCapacityPoint(rate float64, s Summary, slo SLO) CapacityPoint {
 
 // capacityFrom returns the capacity the points measure (in the order tried,
 // ascending rates): the highest rate within before the first one beyond.
-// ok is false when the lowest rate is already beyond.
-func capacityFrom(points []CapacityPoint) (rate float64, bracketed, ok bool) {
-	for _, p := range points {
+// exceeded is true when the lowest rate is already beyond; rate is then
+// that lowest rate (0 without points).
+func capacityFrom(points []CapacityPoint) (rate float64, bracketed, exceeded bool) {
+	for i, p := range points {
 		if !p.Within {
-			return rate, true, ok
+			if i == 0 {
+				return p.Rate, true, true
+			}
+			return rate, true, false
 		}
-		rate, ok = p.Rate, true
+		rate = p.Rate
 	}
-	return rate, false, ok
+	return rate, false, false
 }
 
 // unit names what a rate of the workload is.
@@ -137,7 +144,9 @@ func capacityPlans(cc CompareConfig) []plan {
 }
 
 // searchCapacity runs the capacity search (Load of each plan is the rate
-// itself) and returns the capacity.
+// itself) and returns the capacity. When the policy is beyond the SLO at
+// the lowest rate already, that rate is the capacity, marked Exceeded: an
+// unattended matrix still runs, at the lowest load tried.
 func searchCapacity(ctx context.Context, cc CompareConfig, log *slog.Logger) (*Capacity, error) {
 	sc := cc
 	if s := cc.Capacity; s.Duration > 0 {
@@ -174,15 +183,14 @@ func searchCapacity(ctx context.Context, cc CompareConfig, log *slog.Logger) (*C
 			break
 		}
 	}
-	rate, bracketed, ok := capacityFrom(c.Points)
-	if !ok {
-		if len(c.Points) == 0 {
-			return nil, fmt.Errorf("capacity search: no rates to try")
-		}
-		p := c.Points[0]
-		return nil, fmt.Errorf("capacity search: %s leaves the SLO already at the lowest rate %g %s (TTFT p99 %.0f ms, %.1f%% within the SLO); try lower rates",
-			c.Policy, p.Rate, c.Unit, p.P99, 100*p.Good)
+	if len(c.Points) == 0 {
+		return nil, fmt.Errorf("capacity search: no rates to try")
 	}
-	c.Rate, c.Bracketed = rate, bracketed
+	c.Rate, c.Bracketed, c.Exceeded = capacityFrom(c.Points)
+	if c.Exceeded {
+		p := c.Points[0]
+		log.Warn("bench capacity: beyond the SLO already at the lowest rate; running the matrix there", "policy", c.Policy,
+			"rate", p.Rate, "unit", c.Unit, "p99_ms", p.P99, "good", p.Good)
+	}
 	return c, nil
 }

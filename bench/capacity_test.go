@@ -23,22 +23,22 @@ func TestCapacityFrom(t *testing.T) {
 	}
 	pt := func(rate, p99, good float64) CapacityPoint { return NewCapacityPoint(rate, sum(p99, good), slo) }
 	tests := []struct {
-		name          string
-		points        []CapacityPoint
-		rate          float64
-		bracketed, ok bool
+		name                string
+		points              []CapacityPoint
+		rate                float64
+		bracketed, exceeded bool
 	}{
-		{"bracketed", []CapacityPoint{pt(2, 100, 1), pt(4, 900, 1), pt(6, 2500, 0.9)}, 4, true, true},
-		{"goodput decides", []CapacityPoint{pt(2, 100, 1), pt(4, 900, 0.95)}, 2, true, true},
-		{"never beyond", []CapacityPoint{pt(2, 100, 1), pt(4, 200, 1)}, 4, false, true},
-		{"beyond at once", []CapacityPoint{pt(2, 3000, 0.5)}, 0, true, false},
+		{"bracketed", []CapacityPoint{pt(2, 100, 1), pt(4, 900, 1), pt(6, 2500, 0.9)}, 4, true, false},
+		{"goodput decides", []CapacityPoint{pt(2, 100, 1), pt(4, 900, 0.95)}, 2, true, false},
+		{"never beyond", []CapacityPoint{pt(2, 100, 1), pt(4, 200, 1)}, 4, false, false},
+		{"beyond at once", []CapacityPoint{pt(2, 3000, 0.5)}, 2, true, true},
 		{"nothing tried", nil, 0, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rate, bracketed, ok := capacityFrom(tt.points)
-			if rate != tt.rate || bracketed != tt.bracketed || ok != tt.ok {
-				t.Errorf("capacityFrom() = %v, %v, %v; want %v, %v, %v", rate, bracketed, ok, tt.rate, tt.bracketed, tt.ok)
+			rate, bracketed, exceeded := capacityFrom(tt.points)
+			if rate != tt.rate || bracketed != tt.bracketed || exceeded != tt.exceeded {
+				t.Errorf("capacityFrom() = %v, %v, %v; want %v, %v, %v", rate, bracketed, exceeded, tt.rate, tt.bracketed, tt.exceeded)
 			}
 		})
 	}

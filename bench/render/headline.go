@@ -49,6 +49,9 @@ func baseLoad(groups []*Group) string {
 			break
 		}
 	}
+	if c.Exceeded {
+		return fmt.Sprintf("1× = %.3g %s, the lowest tried rate: %s was beyond the SLO already there, so its capacity is below it (%v windows)", c.Rate, unit, c.Policy, c.Window)
+	}
 	if !c.Bracketed || beyond == 0 {
 		return fmt.Sprintf("1× = %.3g %s: %s stayed within the SLO at every tried rate (its capacity is at least that; %v windows)", c.Rate, unit, c.Policy, c.Window)
 	}
@@ -96,9 +99,13 @@ func headlineMatrix(sb *strings.Builder, sets []Set, linkPrefix string) {
 		}
 		v, unit := baseLoadValue(s.Groups)
 		load := fmt.Sprintf("%.3g %s", v, unit)
-		if c := capacityOfSet(s.Groups); c != nil && c.Bracketed {
+		switch c := capacityOfSet(s.Groups); {
+		case c == nil:
+		case c.Exceeded:
+			load += " (above capacity)"
+		case c.Bracketed:
 			load += " (capacity)"
-		} else if c != nil {
+		default:
 			load += " (capacity not reached)"
 		}
 		part := fmt.Sprintf("[%s](%s%s/%s)", s.partName(), linkPrefix, dirName(s.partName()), ReportFile)

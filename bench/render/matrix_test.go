@@ -341,3 +341,27 @@ func FuzzSpliceHeadline(f *testing.F) {
 		}
 	})
 }
+
+// What 1× is: a bracketed capacity, one not reached, one below the lowest
+// rate tried, or the configured rate.
+func TestBaseLoad(t *testing.T) {
+	g := func(c *bench.Capacity) []*Group {
+		r := at(bench.W6, 1, "round_robin", 1, 2, 0, 1).result()
+		r.Capacity = c
+		return GroupResults([]*bench.Result{r})
+	}
+	pts := []bench.CapacityPoint{{Rate: 5, Within: true}, {Rate: 10}}
+	for _, tt := range []struct {
+		c    *bench.Capacity
+		want string
+	}{
+		{nil, "1× = 10 sessions/s as configured (no capacity search)"},
+		{&bench.Capacity{Policy: "round_robin", Rate: 5, Bracketed: true, Window: time.Second, Points: pts}, "1× = 5 sessions/s, round_robin's measured capacity (within the SLO at 5, not at 10; 1s windows)"},
+		{&bench.Capacity{Policy: "round_robin", Rate: 10, Window: time.Second, Points: []bench.CapacityPoint{{Rate: 10, Within: true}}}, "stayed within the SLO at every tried rate"},
+		{&bench.Capacity{Policy: "round_robin", Rate: 10, Bracketed: true, Exceeded: true, Window: time.Second, Points: []bench.CapacityPoint{{Rate: 10}}}, "the lowest tried rate: round_robin was beyond the SLO already there"},
+	} {
+		if got := baseLoad(g(tt.c)); !strings.Contains(got, tt.want) {
+			t.Errorf("baseLoad() = %q, want %q", got, tt.want)
+		}
+	}
+}

@@ -11,8 +11,10 @@
 #   1. measures round robin's capacity: round robin at the part's ladder of
 #      rates (CAPACITY_RATES, a trace's speed-ups), one short run each, in
 #      ascending order until one leaves the SLO; the capacity is the highest
-#      rate whose TTFT p99 is within the SLO's TTFT (2 s) with >= 99% of
-#      requests within the SLO. That rate is 1x.
+#      rate whose TTFT p99 is within the SLO's TTFT (2 s; 10 s for
+#      mooncake-h100, see below) with >= 99% of requests within the SLO.
+#      That rate is 1x; when even the lowest rate is beyond, the lowest is 1x
+#      and the report says so.
 #   2. runs every policy of $POLICIES at 1x; round_robin, the best peer
 #      policy (lowest p99 among $PEERS at 1x, chosen after the first
 #      repetition) and cost_model also at 0.5x and 1.5x (the ladder: 1.5x
@@ -32,7 +34,8 @@
 #   mooncake       the conversation trace under cache pressure: 4,096 blocks,
 #                  prompts cut at 8,192 tokens
 #   mooncake-h100  the conversation trace uncut on H100-sized caches (27,500
-#                  blocks, the simulator's default for the 8B model)
+#                  blocks, the simulator's default for the 8B model), SLO
+#                  TTFT 10 s
 #
 # Budget of one part (every run at most its arrival window, which holds the
 # warm-up, plus its drain bound, plus 5 s of fleet start and stop; the search
@@ -119,8 +122,12 @@ for w in ${WORKLOADS:-W1 W2 W3 W6 ladder mooncake mooncake-h100}; do
 			--duration 20s --warmup 5s --drain 25s --capacity-rates 0.5,1,1.5,2 --capacity-duration 15s
 		;;
 	mooncake-h100)
+		# Uncut, the trace's p99 prompt (~90K tokens in its first two
+		# minutes) takes 7.3 s to prefill on an idle simulated H100, so no
+		# routing meets a 2 s TTFT for 99% of requests: this part's SLO is
+		# 10 s, about 1.25x that idle time, and measures queueing.
 		compare mooncake-h100 0.5,1.5 --workload mooncake --trace "$TRACE" --num-gpu-blocks 27500 --max-input-tokens 0 \
-			--duration 20s --warmup 5s --drain 25s --capacity-rates 0.5,1,1.5,2 --capacity-duration 15s
+			--slo-ttft 10s --duration 20s --warmup 5s --drain 25s --capacity-rates 0.5,1,1.5,2 --capacity-duration 15s
 		;;
 	*)
 		echo "bench: unknown part $w (W1 W2 W3 W6 ladder mooncake mooncake-h100)" >&2
