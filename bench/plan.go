@@ -10,8 +10,8 @@ import (
 // FleetStartBudget is the time budgeted per run for starting and stopping
 // its cold fleet: 4 simulators, their sidecars and the balancers were ready
 // 1 to 8 s (mean 3.4 s) after a run began in a niced validation run of 8
-// runs on the shared 2-core development machine, and a run took 12 s in
-// all with a 5 s window.
+// runs on the shared 2-core development machine, and a run took about 11 s in
+// all with a 5 s window (85 s for the 8).
 const FleetStartBudget = 5 * time.Second
 
 // Budget bounds the wall time of a comparison: every run lasts at most its
