@@ -49,10 +49,13 @@ fixtures:
 demo: build
 	scripts/demo.sh
 
-# The committed benchmark results and report (bench/results, bench/report):
-# about 30 minutes on a quiet machine. WORKLOADS="W1" or "mooncake" runs one part.
+# The committed benchmark matrix and report (bench/results/<part>, bench/report):
+# seven parts (W1 W2 W3 W6 ladder mooncake mooncake-h100) of at most 30 minutes
+# each on a quiet 2-core machine, about 3.4 hours in all. WORKLOADS="ladder"
+# reruns one part; the report merges every part present.
+WORKLOADS ?=
 bench: build
-	bench/scripts/bench-default.sh
+	WORKLOADS="$(WORKLOADS)" bench/scripts/bench-default.sh
 
 # Go micro-benchmarks (figures in docs/benchmarks-*.md).
 bench-go:

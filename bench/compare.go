@@ -47,10 +47,21 @@ type CompareConfig struct {
 	// against load); 1 is the base run and is not repeated.
 	LoadFactors  []float64
 	LoadPolicies []string
-	// BalancerCounts reruns BalancerPolicy with other numbers of balancers
-	// (hit rate against number of balancers).
-	BalancerCounts []int
-	BalancerPolicy string
+	// BalancerCounts reruns BalancerPolicies (BalancerPolicy when empty)
+	// with other numbers of balancers (hit rate against number of
+	// balancers).
+	BalancerCounts   []int
+	BalancerPolicy   string
+	BalancerPolicies []string
+	// PeerPolicies are the peers' policies (the baselines of other
+	// routers); BestPeer in LoadPolicies or BalancerPolicies stands for the
+	// one with the lowest TTFT p99 among their base runs of the first
+	// repetition, and is left out when none of them ran.
+	PeerPolicies []string
+	// Capacity, when it has rates, measures a policy's capacity first and
+	// makes it the base load: Workload's rate (a trace's speed-up) is
+	// replaced by it, and every result records it.
+	Capacity CapacitySearch
 	// OracleRun adds one run of BalancerPolicy (cost_model when empty) on a
 	// fleet with ExactState: the exact-state oracle the report measures hit
 	// rates against.
@@ -71,6 +82,8 @@ type CompareConfig struct {
 	Workload WorkloadConfig
 	// OutDir receives one JSON result per run.
 	OutDir string
+	// DryRun asks for the plan only (WritePlan); Compare refuses it.
+	DryRun bool
 }
 
 // Compare runs every configured run on a fresh, cold fleet with the same
@@ -81,37 +94,66 @@ func Compare(ctx context.Context, cc CompareConfig, log *slog.Logger) ([]*Result
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cc.DryRun {
+		return nil, errors.New("a dry run only plans: use WritePlan")
+	}
 	if err := os.MkdirAll(cc.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("results dir: %w", err)
 	}
-	runs := plans(cc)
+	var capacity *Capacity
+	if len(cc.Capacity.Rates) > 0 {
+		c, err := searchCapacity(ctx, cc, log)
+		if err != nil {
+			return nil, err
+		}
+		capacity = c
+		cc.Workload = cc.Workload.withRate(c.Rate)
+		log.Info("bench capacity", "policy", c.Policy, "rate", c.Rate, "unit", c.Unit, "bracketed", c.Bracketed)
+	}
 	var (
 		results []*Result
 		errs    []error
 	)
+	run := func(p plan, rep int) {
+		log.Info("bench run", "label", p.label, "repetition", rep)
+		res, err := compareOne(ctx, cc, p.info, p.label, rep, log)
+		if err != nil && ctx.Err() == nil {
+			// A fleet that did not start (a port taken between picking
+			// and binding it, say) is retried once on a new cold fleet.
+			log.Warn("bench run failed; retrying once", "label", p.label, "err", err)
+			res, err = compareOne(ctx, cc, p.info, p.label, rep, log)
+		}
+		if err != nil {
+			log.Error("bench run failed", "label", p.label, "err", err)
+			errs = append(errs, fmt.Errorf("%s (repetition %d): %w", p.label, rep, err))
+			return
+		}
+		res.Capacity = capacity
+		path := filepath.Join(cc.OutDir, fmt.Sprintf("%s-rep%d.json", fileName(p.label), rep))
+		if err := res.WriteFile(path); err != nil {
+			errs = append(errs, err)
+		}
+		results = append(results, res)
+	}
+	peer := ""
 	for rep := range max(1, cc.Repetitions) {
-		for _, p := range runs {
+		for _, p := range basePlans(cc) {
 			if ctx.Err() != nil {
 				return results, ctx.Err()
 			}
-			log.Info("bench run", "label", p.label, "repetition", rep)
-			res, err := compareOne(ctx, cc, p.info, p.label, rep, log)
-			if err != nil && ctx.Err() == nil {
-				// A fleet that did not start (a port taken between picking
-				// and binding it, say) is retried once on a new cold fleet.
-				log.Warn("bench run failed; retrying once", "label", p.label, "err", err)
-				res, err = compareOne(ctx, cc, p.info, p.label, rep, log)
+			run(p, rep)
+		}
+		if rep == 0 {
+			peer = BestPeer(results, cc.PeerPolicies)
+			if cc.usesBestPeer() {
+				log.Info("bench best peer", "policy", peer)
 			}
-			if err != nil {
-				log.Error("bench run failed", "label", p.label, "err", err)
-				errs = append(errs, fmt.Errorf("%s (repetition %d): %w", p.label, rep, err))
-				continue
+		}
+		for _, p := range sweepPlans(cc, peer) {
+			if ctx.Err() != nil {
+				return results, ctx.Err()
 			}
-			path := filepath.Join(cc.OutDir, fmt.Sprintf("%s-rep%d.json", fileName(p.label), rep))
-			if err := res.WriteFile(path); err != nil {
-				errs = append(errs, err)
-			}
-			results = append(results, res)
+			run(p, rep)
 		}
 	}
 	return results, errors.Join(errs...)
@@ -131,11 +173,72 @@ func (cc CompareConfig) oraclePolicy() string {
 	return "cost_model"
 }
 
+// BestPeerToken in CompareConfig.LoadPolicies or BalancerPolicies stands
+// for the best of PeerPolicies (see BestPeer).
+const BestPeerToken = "best_peer"
+
+// BestPeer returns the peer policy whose base run (first repetition) has
+// the lowest TTFT p99, a higher goodput breaking ties; "" when none of
+// peers has one.
+func BestPeer(results []*Result, peers []string) string {
+	var best *Result
+	for _, r := range results {
+		if r.Repetition != 0 || r.Run.Kind != KindPolicy || !slices.Contains(peers, r.Run.Policy) {
+			continue
+		}
+		s := r.Summary
+		if best == nil || s.TTFT.P99 < best.Summary.TTFT.P99 ||
+			s.TTFT.P99 == best.Summary.TTFT.P99 && s.Goodput > best.Summary.Goodput {
+			best = r
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return best.Run.Policy
+}
+
+func (cc CompareConfig) usesBestPeer() bool {
+	return slices.Contains(cc.LoadPolicies, BestPeerToken) || slices.Contains(cc.BalancerPolicies, BestPeerToken)
+}
+
+// resolvePeer replaces BestPeerToken by peer (dropping it when peer is ""
+// or already listed).
+func resolvePeer(policies []string, peer string) []string {
+	var out []string
+	for _, p := range policies {
+		if p == BestPeerToken {
+			p = peer
+		}
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (cc CompareConfig) balancerPolicies() []string {
+	if len(cc.BalancerPolicies) > 0 {
+		return cc.BalancerPolicies
+	}
+	if cc.BalancerPolicy != "" {
+		return []string{cc.BalancerPolicy}
+	}
+	return nil
+}
+
 // plans lists the runs of one repetition, in order: policies, nginx
 // baselines, the oracle, the load sweep, the balancer sweep and the replicas
-// sweep. Sweep points equal to the base run are left out (the base run is
-// that point), except a replicas point of a policy that has no base run.
-func plans(cc CompareConfig) []plan {
+// sweep, with peer standing for BestPeerToken. Sweep points equal to the
+// base run are left out (the base run is that point), except a replicas
+// point of a policy that has no base run.
+func plans(cc CompareConfig, peer string) []plan {
+	return append(basePlans(cc), sweepPlans(cc, peer)...)
+}
+
+// basePlans lists the runs at the base load: policies, nginx baselines and
+// the oracle.
+func basePlans(cc CompareConfig) []plan {
 	var out []plan
 	base, reps := cc.Fleet.Balancers, cc.Fleet.Replicas
 	for _, p := range cc.Policies {
@@ -148,11 +251,18 @@ func plans(cc CompareConfig) []plan {
 		p := cc.oraclePolicy()
 		out = append(out, plan{RunInfo{KindOracle, p, base, 1, reps}, p + "-oracle"})
 	}
+	return out
+}
+
+// sweepPlans lists the load, balancer and replicas sweeps.
+func sweepPlans(cc CompareConfig, peer string) []plan {
+	var out []plan
+	base, reps := cc.Fleet.Balancers, cc.Fleet.Replicas
 	for _, f := range cc.LoadFactors {
 		if f == 1 {
 			continue
 		}
-		for _, p := range cc.LoadPolicies {
+		for _, p := range resolvePeer(cc.LoadPolicies, peer) {
 			out = append(out, plan{RunInfo{KindLoad, p, base, f, reps}, fmt.Sprintf("%s@%gx", p, f)})
 		}
 	}
@@ -160,7 +270,9 @@ func plans(cc CompareConfig) []plan {
 		if b == base {
 			continue
 		}
-		out = append(out, plan{RunInfo{KindBalancers, cc.BalancerPolicy, b, 1, reps}, fmt.Sprintf("%s-%db", cc.BalancerPolicy, b)})
+		for _, p := range resolvePeer(cc.balancerPolicies(), peer) {
+			out = append(out, plan{RunInfo{KindBalancers, p, b, 1, reps}, fmt.Sprintf("%s-%db", p, b)})
+		}
 	}
 	for _, p := range cc.ReplicaPolicies {
 		for _, n := range cc.ReplicaCounts {
@@ -227,9 +339,8 @@ func compareOne(ctx context.Context, cc CompareConfig, info RunInfo, label strin
 		defer n.Stop()
 		bc.Targets = []string{n.URL}
 	}
-	wl := cc.Workload
+	wl := cc.Workload.AtLoad(info.Load)
 	wl.Seed += uint64(rep)
-	wl.Rate *= info.Load
 	res, err := RunWorkload(ctx, bc, wl, log)
 	if err != nil {
 		return nil, err

@@ -52,7 +52,7 @@ func TestPlans(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plans(tt.cc)
+			got := plans(tt.cc, "")
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(plan{})); diff != "" {
 				t.Errorf("plans() mismatch (-want +got):\n%s", diff)
 			}

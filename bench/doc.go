@@ -12,7 +12,9 @@
 //
 // Workloads: W1 (shared system prompts under cache pressure), W2 (multi-turn
 // chat with think time), W3 (agent loops with a growing context), W6 (nothing
-// shared) and replay of the Mooncake trace format, whose 512-token hash ids
+// shared), ladder (llm-d's shared-prefix synthetic: fixed questions over
+// shared system prompts, sent in a shuffled cycle) and replay of the Mooncake
+// trace format, whose 512-token hash ids
 // expand deterministically into text that the builtin:sim tokenizer cuts into
 // exactly 512 tokens, so the engines and the router see the trace's prefix
 // structure.
@@ -26,9 +28,14 @@
 // offline replay of an exact-state router as a reference) so hit rates can be
 // shown as fractions of them.
 //
-// Compare runs a plan on fresh, cold fleets: every policy at the base load,
+// Compare runs a plan on fresh, cold fleets: optionally a capacity search
+// first (CapacitySearch: a policy at stepped rates; the highest within the
+// SLO becomes the base load, recorded in every Result), every policy at the
+// base load,
 // nginx baselines, the exact-state oracle (a policy on a fleet with
 // devfleet.Config.ExactState, kind KindOracle), a load sweep, a balancer
 // sweep and a replicas sweep (kind KindReplicas, for "replicas needed to stay
-// within the SLO"). Each result's RunInfo says which run it was.
+// within the SLO"); BestPeerToken in a sweep's policies stands for the peer
+// policy with the best base run. Each result's RunInfo says which run it
+// was; WritePlan prints the plan and its time budget without running it.
 package bench

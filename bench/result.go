@@ -22,6 +22,9 @@ type Result struct {
 	// EngineCounters is the change of the engines' prefix-cache counters
 	// over the run (nil when not scraped).
 	EngineCounters *CacheCounters `json:"engine_counters,omitempty"`
+	// Capacity is the measured capacity that set the base load of the
+	// comparison this run belongs to (nil without a capacity search).
+	Capacity *Capacity `json:"capacity,omitempty"`
 	// Bounds are the hit-rate ceilings of the run's request sequence.
 	Bounds  *Bounds  `json:"bounds,omitempty"`
 	Records []Record `json:"records"`

@@ -43,13 +43,14 @@ const (
 	W2       = "W2"       // multi-turn chat with think time
 	W3       = "W3"       // agent loop with a growing context
 	W6       = "W6"       // nothing shared
+	Ladder   = "ladder"   // llm-d's shared-prefix synthetic (the rate ladder)
 	Mooncake = "mooncake" // replay of a Mooncake-format trace
 )
 
 // WorkloadConfig describes the requests of a run. Lengths are in tokens of
 // the builtin:sim tokenizer (one generated word each).
 type WorkloadConfig struct {
-	// Name is W1, W2, W3, W6 or mooncake.
+	// Name is W1, W2, W3, W6, ladder or mooncake.
 	Name string `json:"name"`
 	// Seed seeds arrivals and every random choice; the same seed gives the
 	// same sessions.
@@ -64,6 +65,10 @@ type WorkloadConfig struct {
 
 	// Groups is the number of distinct shared prefixes (W1 system prompts).
 	Groups int `json:"groups,omitempty"`
+	// PromptsPerGroup is the number of distinct questions per shared prefix
+	// (ladder): the run sends the Groups × PromptsPerGroup prompts in one
+	// seeded shuffled order, again and again.
+	PromptsPerGroup int `json:"prompts_per_group,omitempty"`
 	// SystemTokens is the length of a shared system prompt (W1, W2, W3).
 	SystemTokens int `json:"system_tokens,omitempty"`
 	// UserTokens is the length of each user message (question, tool output).
@@ -97,6 +102,9 @@ func DefaultWorkload(name string) WorkloadConfig {
 		c.Rate, c.Groups, c.SystemTokens, c.UserTokens, c.OutputTokens, c.Turns, c.Think = 1, 2, 2048, 384, 96, 10, 500*time.Millisecond
 	case W6:
 		c.UserTokens, c.OutputTokens, c.Turns = 1024, 64, 1
+	case Ladder:
+		// llm-d's shared_prefix benchmark template (see docs/bench.md).
+		c.Rate, c.Groups, c.PromptsPerGroup, c.SystemTokens, c.UserTokens, c.OutputTokens, c.Turns = 4, 150, 5, 6000, 1200, 1000, 1
 	case Mooncake:
 		c.Speedup, c.MaxInputTokens = 1, 32768
 	}
@@ -108,7 +116,7 @@ func (c WorkloadConfig) Validate() error {
 	var errs []error
 	bad := func(f string, args ...any) { errs = append(errs, fmt.Errorf(f, args...)) }
 	switch c.Name {
-	case W1, W2, W3, W6:
+	case W1, W2, W3, W6, Ladder:
 		if c.Rate <= 0 {
 			bad("workload.rate must be > 0, got %v", c.Rate)
 		}
@@ -124,6 +132,9 @@ func (c WorkloadConfig) Validate() error {
 		if c.Name != W6 && (c.Groups <= 0 || c.SystemTokens < 0) {
 			bad("workload.groups must be > 0 and system_tokens >= 0, got %d and %d", c.Groups, c.SystemTokens)
 		}
+		if c.Name == Ladder && c.PromptsPerGroup <= 0 {
+			bad("workload.prompts_per_group must be > 0 for %s, got %d", Ladder, c.PromptsPerGroup)
+		}
 	case Mooncake:
 		if c.TracePath == "" {
 			bad("workload.trace_path is required for %s", Mooncake)
@@ -132,7 +143,7 @@ func (c WorkloadConfig) Validate() error {
 			bad("workload.speedup must be > 0, got %v", c.Speedup)
 		}
 	default:
-		bad("workload.name must be one of W1, W2, W3, W6, mooncake, got %q", c.Name)
+		bad("workload.name must be one of W1, W2, W3, W6, ladder, mooncake, got %q", c.Name)
 	}
 	if c.Duration <= 0 && c.MaxSessions <= 0 {
 		bad("workload.duration or workload.max_sessions must be > 0")
@@ -154,6 +165,9 @@ func Generate(c WorkloadConfig) ([]Session, error) {
 	}
 	rng := rand.New(rand.NewPCG(c.Seed, textKey(c.Name)))
 	starts := PoissonArrivals(rng, c.Rate, c.Duration, c.MaxSessions)
+	if c.Name == Ladder {
+		return ladderSessions(c, rng, starts), nil
+	}
 	sessions := make([]Session, len(starts))
 	for i, at := range starts {
 		s := Session{ID: i, Start: at, Group: -1}

@@ -87,7 +87,7 @@ func TestWordsAreOneTokenEach(t *testing.T) {
 }
 
 func TestGenerateDeterministic(t *testing.T) {
-	for _, name := range []string{W1, W2, W3, W6} {
+	for _, name := range []string{W1, W2, W3, W6, Ladder} {
 		c := DefaultWorkload(name)
 		c.Duration = 20 * time.Second
 		a, err := Generate(c)
@@ -162,6 +162,7 @@ func TestWorkloadValidate(t *testing.T) {
 		{"rate", func(c *WorkloadConfig) { c.Rate = 0 }, "workload.rate"},
 		{"unbounded", func(c *WorkloadConfig) { c.Duration, c.MaxSessions = 0, 0 }, "duration or workload.max_sessions"},
 		{"trace", func(c *WorkloadConfig) { c.Name, c.TracePath = Mooncake, "" }, "trace_path"},
+		{"ladder questions", func(c *WorkloadConfig) { c.Name, c.PromptsPerGroup = Ladder, 0 }, "prompts_per_group"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,5 +259,67 @@ func TestCommittedTrace(t *testing.T) {
 		if s.Group != 0 || s.Start >= c.Duration {
 			t.Fatalf("session %+v: every conversation request starts with hash id 0, within the window", s.ID)
 		}
+	}
+}
+
+// The ladder workload sends llm-d's shared-prefix prompts: each of the
+// Groups × PromptsPerGroup prompts once per cycle of the shuffled order,
+// every prompt a fixed system prompt of its group plus a fixed question,
+// so the questions of a group share the system prompt and a prompt's next
+// cycle repeats it exactly.
+func TestLadderSessions(t *testing.T) {
+	c := DefaultWorkload(Ladder)
+	c.Groups, c.PromptsPerGroup, c.SystemTokens, c.UserTokens = 4, 3, 64, 16
+	c.Rate, c.Duration, c.MaxSessions = 100, time.Hour, 36
+	ss, err := Generate(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ss) != 36 {
+		t.Fatalf("got %d sessions, want 36", len(ss))
+	}
+	n := c.Groups * c.PromptsPerGroup
+	sys := map[int]string{}
+	for i, s := range ss {
+		if len(s.Turns) != 1 || s.Turns[0].MaxTokens != c.OutputTokens {
+			t.Fatalf("session %d: %d turns of %d tokens, want one of %d", i, len(s.Turns), s.Turns[0].MaxTokens, c.OutputTokens)
+		}
+		if got := len(simtok.Encode(s.System, false)); got != c.SystemTokens {
+			t.Fatalf("session %d: system prompt of %d tokens, want %d", i, got, c.SystemTokens)
+		}
+		if got := len(simtok.Encode(s.Turns[0].User, false)); got != c.UserTokens {
+			t.Fatalf("session %d: question of %d tokens, want %d", i, got, c.UserTokens)
+		}
+		if prev, ok := sys[s.Group]; ok && prev != s.System {
+			t.Fatalf("group %d has two system prompts", s.Group)
+		}
+		sys[s.Group] = s.System
+		if i >= n {
+			p := ss[i-n]
+			if p.System != s.System || p.Turns[0].User != s.Turns[0].User {
+				t.Fatalf("session %d does not repeat session %d of the previous cycle", i, i-n)
+			}
+		}
+	}
+	first := map[string]bool{}
+	perGroup := map[int]int{}
+	for _, s := range ss[:n] {
+		first[s.System+"|"+s.Turns[0].User] = true
+		perGroup[s.Group]++
+	}
+	if len(first) != n {
+		t.Errorf("the first cycle has %d distinct prompts, want %d", len(first), n)
+	}
+	for g := range c.Groups {
+		if perGroup[g] != c.PromptsPerGroup {
+			t.Errorf("group %d has %d prompts in a cycle, want %d", g, perGroup[g], c.PromptsPerGroup)
+		}
+	}
+	inOrder := true
+	for i, s := range ss[:n] {
+		inOrder = inOrder && s.Group == i/c.PromptsPerGroup
+	}
+	if inOrder {
+		t.Error("the cycle is not shuffled")
 	}
 }

@@ -12,8 +12,8 @@ type Status string
 
 // Goal statuses.
 const (
-	Met         Status = "met"
-	Missed      Status = "missed"
+	Met         Status = "PASS"
+	Missed      Status = "MISS"
 	NotMeasured Status = "not measured"
 )
 
@@ -37,8 +37,12 @@ type Goal struct {
 	Why string
 }
 
-// Set is the grouped results of one workload.
+// Set is the grouped results of one workload part: one directory of
+// results (W1, the trace on H100-sized caches, ...).
 type Set struct {
+	// Part names the part (its directory; the workload when empty).
+	Part string
+	// Workload is the workload its results ran (W1, ladder, mooncake, ...).
 	Workload string
 	Groups   []*Group
 }

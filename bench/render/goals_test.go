@@ -240,7 +240,7 @@ func TestWriteTree(t *testing.T) {
 	}
 	idx := read(IndexFile)
 	for _, want := range []string{"Reproduce: `make bench`", "| W1 p99 TTFT cost_model / round_robin at the base load ≤ 0.40 | 0.30",
-		"| +10.0% (110 / 100 ms; runs cost_model, least_request) | **missed** |", "## W1", "## W6", "## mooncake",
+		"| +10.0% (110 / 100 ms; runs cost_model, least_request) | **MISS** |", "## W1", "## W6", "## mooncake",
 		"[W6/report.md](W6/report.md)", "| cost_model | 150 | 300 | 0.880 | 98% | - |"} {
 		if !strings.Contains(idx, want) {
 			t.Errorf("index lacks %q:\n%s", want, idx)

@@ -66,7 +66,7 @@ func (g *Group) ttfts() []time.Duration {
 // policyOrder ranks policies in tables and charts: cache-blind baselines
 // first, then cache-aware policies, then external baselines.
 var policyOrder = map[string]int{"round_robin": 1, "random": 2, "least_request": 3, "p2c": 4, "prefix_hash": 5,
-	"kv_aware": 6, "cost_model": 7, "nginx-round_robin": 8, "nginx-least_conn": 9}
+	"kv_aware": 6, "cost_model": 7, "sglang_cache_aware": 8, "dynamo_kv": 9, "llm_d": 10, "nginx-round_robin": 11, "nginx-least_conn": 12}
 
 var kindOrder = map[string]int{"": 0, bench.KindPolicy: 0, bench.KindBaseline: 0, bench.KindOracle: 0, bench.KindLoad: 1, bench.KindBalancers: 2, bench.KindReplicas: 3}
 
@@ -150,6 +150,8 @@ func Write(dir string, results []*bench.Result, reproduce string) error {
 type page struct {
 	reproduce string
 	goals     []Goal
+	// losses are the part's losing cells, shown after the goals.
+	losses []Loss
 	// goalsNote follows the goals table (e.g. a link to the other workloads).
 	goalsNote string
 }
@@ -237,23 +239,31 @@ func markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 		fmt.Fprintf(&sb, "; %d system prompts of %d tokens, %d-token questions, %d output tokens", wl.Groups, wl.SystemTokens, wl.UserTokens, wl.OutputTokens)
 	case bench.W2, bench.W3:
 		fmt.Fprintf(&sb, "; %d turns, %d-token messages, %d output tokens, think %v", wl.Turns, wl.UserTokens, wl.OutputTokens, wl.Think)
+	case bench.Ladder:
+		fmt.Fprintf(&sb, "; %d shared prompts of %d tokens × %d questions of %d tokens, %d output tokens", wl.Groups, wl.SystemTokens, wl.PromptsPerGroup, wl.UserTokens, wl.OutputTokens)
 	case bench.Mooncake:
 		fmt.Fprintf(&sb, "; trace %s at %g×, prompts cut at %d tokens", wl.TracePath, wl.Speedup, wl.MaxInputTokens)
 	}
 	fmt.Fprintf(&sb, ".\nFleet: %d simulated replicas of %d blocks × %d tokens (every run starts cold). SLO for goodput: TTFT ≤ %v and TPOT ≤ %v.\n\n",
 		cfg.Replicas, cfg.CacheBlocks, cfg.BlockSize, cfg.SLO.TTFT, cfg.SLO.TPOT)
+	fmt.Fprintf(&sb, "Load: %s.\n\n", baseLoad(groups))
 	if reproduce != "" {
 		fmt.Fprintf(&sb, "Reproduce: `%s`\n\n", reproduce)
 	}
 	if len(pg.goals) > 0 {
 		sb.WriteString("## Goals\n\nComputed from the results below (means over repetitions; p99 is TTFT p99).\n\n")
 		goalsTable(&sb, pg.goals)
+		if len(pg.losses) > 0 {
+			sb.WriteString("\n### Losing cells\n\n")
+			lossTable(&sb, pg.losses)
+		}
 		if pg.goalsNote != "" {
 			sb.WriteString("\n" + pg.goalsNote + "\n")
 		}
 		loadContext(&sb, groups)
 		sb.WriteString("\n")
 	}
+	capacitySection(&sb, groups)
 	oracle := oracleRun(groups)
 	sb.WriteString("## Policies and baselines\n\n")
 	sb.WriteString("Latencies in ms, counted from each request's scheduled send time (open loop). Hit rate from `usage.prompt_tokens_details.cached_tokens`; " +

@@ -27,17 +27,19 @@ func HasResults(dir string) bool {
 }
 
 // workloadOrder ranks workloads in the index.
-var workloadOrder = map[string]int{bench.W1: 1, bench.W2: 2, bench.W3: 3, bench.W6: 4, bench.Mooncake: 5}
+var workloadOrder = map[string]int{bench.W1: 1, bench.W2: 2, bench.W3: 3, bench.W6: 4, bench.Ladder: 5, bench.Mooncake: 6}
 
-// ReadTree reads the results in every subdirectory of dir and groups them by
-// the workload each result names, in the order W1, W2, W3, W6, mooncake and
-// then others by name. Subdirectories without results are skipped.
+// ReadTree reads the results in every subdirectory of dir: each
+// subdirectory is one part of the matrix (its name the part's; the workload
+// its first result names), ordered W1, W2, W3, W6, ladder, mooncake, then
+// others, and by part name within a workload. Subdirectories without
+// results are skipped.
 func ReadTree(dir string) ([]Set, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read results: %w", err)
 	}
-	byWorkload := map[string][]*bench.Result{}
+	var sets []Set
 	for _, e := range entries {
 		sub := filepath.Join(dir, e.Name())
 		if !e.IsDir() || !HasResults(sub) {
@@ -47,20 +49,14 @@ func ReadTree(dir string) ([]Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range results {
-			byWorkload[r.Workload.Name] = append(byWorkload[r.Workload.Name], r)
-		}
+		sets = append(sets, Set{Part: e.Name(), Workload: results[0].Workload.Name, Groups: GroupResults(results)})
 	}
-	if len(byWorkload) == 0 {
+	if len(sets) == 0 {
 		return nil, fmt.Errorf("no results in %s or its subdirectories", dir)
-	}
-	var sets []Set
-	for name, results := range byWorkload {
-		sets = append(sets, Set{Workload: name, Groups: GroupResults(results)})
 	}
 	rank := func(w string) int { return cmp.Or(workloadOrder[w], len(workloadOrder)+1) }
 	slices.SortFunc(sets, func(a, b Set) int {
-		return cmp.Or(cmp.Compare(rank(a.Workload), rank(b.Workload)), cmp.Compare(a.Workload, b.Workload))
+		return cmp.Or(cmp.Compare(rank(a.Workload), rank(b.Workload)), cmp.Compare(a.Workload, b.Workload), cmp.Compare(a.Part, b.Part))
 	})
 	return sets, nil
 }
@@ -73,47 +69,71 @@ func dirName(workload string) string {
 	return strings.NewReplacer("/", "_", " ", "_", "..", "_").Replace(workload)
 }
 
-// WriteTree writes one report per workload into dir/<workload>/ and the
-// index dir/README.md: the goals over all workloads and a headline table per
-// workload. Each workload's report shows the goals its results measure.
+// WriteTree writes one report per part into dir/<part>/, the index
+// dir/README.md (the matrix goals, the losing cells, the headline table, the
+// earlier goals and a section per part) and the headline snippet
+// dir/headline.md. Each part's report shows the goals its results measure.
 func WriteTree(dir string, sets []Set, reproduce string) error {
-	goals := Evaluate(sets)
+	earlier := Evaluate(sets)
 	for _, s := range sets {
-		var own []Goal
-		for _, g := range goals {
+		own, losses := MatrixGoals([]Set{s})
+		own = measuredOnly(own)
+		for _, g := range earlier {
 			if g.Workload == s.Workload {
 				own = append(own, g)
 			}
 		}
-		pg := page{reproduce: reproduce, goals: own, goalsNote: fmt.Sprintf("Goals over every workload: [%s](../%s).", IndexFile, IndexFile)}
-		if err := writeDir(filepath.Join(dir, dirName(s.Workload)), s.Groups, pg); err != nil {
-			return fmt.Errorf("report of %s: %w", s.Workload, err)
+		pg := page{reproduce: reproduce, goals: own, losses: losses, goalsNote: fmt.Sprintf("Goals over every part: [%s](../%s).", IndexFile, IndexFile)}
+		if err := writeDir(filepath.Join(dir, dirName(s.partName())), s.Groups, pg); err != nil {
+			return fmt.Errorf("report of %s: %w", s.partName(), err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, IndexFile), []byte(index(sets, goals, reproduce)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, IndexFile), []byte(index(sets, earlier, reproduce)), 0o644); err != nil {
 		return fmt.Errorf("write index: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, HeadlineFile), []byte(HeadlineSnippet(sets, "bench/report/")), 0o644); err != nil {
+		return fmt.Errorf("write headline: %w", err)
 	}
 	return nil
 }
 
+// measuredOnly drops the goals a part does not measure at all.
+func measuredOnly(goals []Goal) []Goal {
+	var out []Goal
+	for _, g := range goals {
+		if g.Status != NotMeasured || g.Value != "-" {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // index renders the top-level page.
-func index(sets []Set, goals []Goal, reproduce string) string {
+func index(sets []Set, earlier []Goal, reproduce string) string {
 	var sb strings.Builder
 	sb.WriteString("# inferrail benchmark reports\n\n")
 	if reproduce != "" {
-		fmt.Fprintf(&sb, "Reproduce: `%s`\n\n", reproduce)
+		fmt.Fprintf(&sb, "Reproduce: `%s` (`WORKLOADS=<part>` reruns one part; the report merges every part present).\n\n", reproduce)
 	}
-	sb.WriteString("## Goals\n\nComputed from the results of each workload (means over repetitions; p99 is TTFT p99).\n\n")
+	goals, losses := MatrixGoals(sets)
+	sb.WriteString("## Goals\n\nComputed over the matrix: a cell is one part at one load multiple (1× = round robin's measured capacity " +
+		"where the part measured it); means over repetitions; p99 is TTFT p99.\n\n")
 	goalsTable(&sb, goals)
+	sb.WriteString("\n## Losing cells\n\nEvery cell that misses a goal, with the reason measured in its results.\n\n")
+	lossTable(&sb, losses)
+	sb.WriteString("\n## Headline\n\n")
+	headlineMatrix(&sb, sets, "")
+	sb.WriteString("\n## Earlier goals (issue 6)\n\n")
+	goalsTable(&sb, earlier)
 	if w1 := findSet(sets, bench.W1); w1 != nil {
 		loadContext(&sb, w1.Groups)
 	}
 	for _, s := range sets {
-		fmt.Fprintf(&sb, "\n## %s\n\n", s.Workload)
+		fmt.Fprintf(&sb, "\n## %s\n\n", s.partName())
 		first := s.Groups[0].Reps[0]
-		fmt.Fprintf(&sb, "Base rate %.3g sessions/s for %v on %d replicas of %d blocks; full report: [%s/%s](%s/%s).\n\n",
-			first.Workload.Rate, first.Workload.Duration, first.Config.Replicas, first.Config.CacheBlocks,
-			dirName(s.Workload), ReportFile, dirName(s.Workload), ReportFile)
+		fmt.Fprintf(&sb, "Workload %s; %s; %v arrivals on %d replicas of %d blocks; full report: [%s/%s](%s/%s).\n\n",
+			first.Workload.Name, baseLoad(s.Groups), first.Workload.Duration, first.Config.Replicas, first.Config.CacheBlocks,
+			dirName(s.partName()), ReportFile, dirName(s.partName()), ReportFile)
 		headline(&sb, s.Groups)
 		verdict(&sb, s.Groups)
 	}

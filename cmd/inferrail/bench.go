@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -46,7 +47,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // workloadFlags registers the workload flags; apply fills the named
 // workload's defaults and then the flags that were set.
 func workloadFlags(fs *flag.FlagSet) (apply func() (bench.WorkloadConfig, error)) {
-	name := fs.String("workload", bench.W1, "workload: W1, W2, W3, W6 or mooncake")
+	name := fs.String("workload", bench.W1, "workload: W1, W2, W3, W6, ladder or mooncake")
 	set := map[string]func(*bench.WorkloadConfig, string) error{}
 	given := map[string]string{} // flag name → value, for flags on the command line
 	var order []string
@@ -79,6 +80,7 @@ func workloadFlags(fs *flag.FlagSet) (apply func() (bench.WorkloadConfig, error)
 	dur("duration", "arrival window (default 1m)", func(c *bench.WorkloadConfig) *time.Duration { return &c.Duration })
 	num("max-sessions", "at most this many sessions", func(c *bench.WorkloadConfig) *int { return &c.MaxSessions })
 	num("groups", "distinct shared prefixes (W1 system prompts)", func(c *bench.WorkloadConfig) *int { return &c.Groups })
+	num("prompts-per-group", "distinct questions per shared prefix (ladder)", func(c *bench.WorkloadConfig) *int { return &c.PromptsPerGroup })
 	num("system-tokens", "shared system prompt length", func(c *bench.WorkloadConfig) *int { return &c.SystemTokens })
 	num("user-tokens", "user message length", func(c *bench.WorkloadConfig) *int { return &c.UserTokens })
 	num("output-tokens", "generated tokens per request", func(c *bench.WorkloadConfig) *int { return &c.OutputTokens })
@@ -170,6 +172,9 @@ func runBenchCompare(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return err
 	}
+	if cc.DryRun {
+		return bench.WritePlan(stdout, cc)
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	results, err := bench.Compare(ctx, cc, log)
 	if len(results) == 0 {
@@ -212,6 +217,15 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 	fs.IntVar(&cc.Fleet.Balancers, "balancers", cc.Fleet.Balancers, "balancers per fleet")
 	fs.IntVar(&cc.Fleet.CacheBlocks, "num-gpu-blocks", 8192, "KV blocks per simulator")
 	fs.StringVar(&cc.Fleet.LogDir, "log-dir", "", "keep the fleets' logs here")
+	var balancerPolicies, peerPolicies, capacityRates commaList
+	fs.Var(&balancerPolicies, "balancer-policies", "policies of the balancer sweep (default --balancer-policy); best_peer stands for the best --peer-policies")
+	fs.Var(&peerPolicies, "peer-policies", "the peers' baseline policies; best_peer in --load-policies or --balancer-policies is the one with the lowest TTFT p99 at the base load")
+	fs.Var(&capacityRates, "capacity-rates", "first measure --capacity-policy's capacity at these ascending rates (a trace's speed-ups) and make it the base load")
+	fs.StringVar(&cc.Capacity.Policy, "capacity-policy", "round_robin", "policy of the capacity search")
+	fs.DurationVar(&cc.Capacity.Duration, "capacity-duration", 0, "arrival window of a capacity run (default --duration)")
+	fs.DurationVar(&cc.Capacity.Warmup, "capacity-warmup", 0, "warm-up of a capacity run (default --warmup)")
+	fs.DurationVar(&cc.Capacity.Drain, "capacity-drain", 0, "drain of a capacity run (default --drain)")
+	fs.BoolVar(&cc.DryRun, "dry-run", false, "print the runs and the time budget, run nothing")
 	benchConfigFlags(fs, &cc.Bench)
 	wl := workloadFlags(fs)
 	out := fs.String("out", "bench/results", "directory for the JSON results")
@@ -226,10 +240,12 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 	for _, l := range []struct {
 		flag  string
 		names []string
-	}{{"--policies", policies}, {"--load-policies", loadPolicies}, {"--replica-policies", replicaPolicies}, {"--balancer-policy", []string{cc.BalancerPolicy}}} {
+	}{{"--policies", policies}, {"--load-policies", loadPolicies}, {"--replica-policies", replicaPolicies},
+		{"--balancer-policy", []string{cc.BalancerPolicy}}, {"--balancer-policies", balancerPolicies}, {"--peer-policies", peerPolicies}} {
+		sweep := l.flag == "--load-policies" || l.flag == "--balancer-policies"
 		for _, n := range l.names {
-			if !route.Known(n) {
-				return cc, "", fmt.Errorf("%s: %q is not a policy (one of %v or the baselines %v)", l.flag, n, route.Policies, route.Baselines)
+			if !route.Known(n) && !(sweep && n == bench.BestPeerToken) {
+				return cc, "", fmt.Errorf("%s: %q is not a policy (one of %v, the baselines %v, or %s in a sweep)", l.flag, n, route.Policies, route.Baselines, bench.BestPeerToken)
 			}
 		}
 	}
@@ -239,6 +255,16 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 			return cc, "", fmt.Errorf("--load-factors: %q is not a positive number", v)
 		}
 		cc.LoadFactors = append(cc.LoadFactors, f)
+	}
+	cc.BalancerPolicies, cc.PeerPolicies = balancerPolicies, peerPolicies
+	prev := 0.0
+	for _, v := range capacityRates {
+		var f float64
+		if _, err := fmt.Sscan(v, &f); err != nil || f <= prev {
+			return cc, "", fmt.Errorf("--capacity-rates: %q is not a positive number above the one before", v)
+		}
+		prev = f
+		cc.Capacity.Rates = append(cc.Capacity.Rates, f)
 	}
 	var err error
 	if cc.BalancerCounts, err = positiveInts("--balancer-counts", balancers); err != nil {
@@ -276,6 +302,7 @@ func runBenchReport(_ context.Context, args []string, stdout, stderr io.Writer) 
 	in := fs.String("results", "bench/results", "directory of JSON results, or of one subdirectory of results per workload")
 	out := fs.String("out", "bench/report", "directory for report.md and the charts (with subdirectories: <workload>/report.md and README.md)")
 	repro := fs.String("reproduce", "", "command line shown in the report as the way to reproduce it")
+	readme := fs.String("readme", "", "also write the headline table between the bench-headline markers of this file (e.g. README.md)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -286,6 +313,11 @@ func runBenchReport(_ context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		if err := render.WriteTree(*out, sets, *repro); err != nil {
 			return err
+		}
+		if *readme != "" {
+			if err := render.SpliceReadme(*readme, render.HeadlineSnippet(sets, filepath.ToSlash(*out)+"/")); err != nil {
+				return err
+			}
 		}
 		for _, s := range sets {
 			fmt.Fprintf(stdout, "%s:\n", s.Workload)
@@ -300,6 +332,9 @@ func runBenchReport(_ context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		fmt.Fprintf(stdout, "report: %s/%s\n", *out, render.IndexFile)
 		return nil
+	}
+	if *readme != "" {
+		return fmt.Errorf("--readme %s: %s holds results, not one directory per part", *readme, *in)
 	}
 	results, err := render.ReadDir(*in)
 	if err != nil {

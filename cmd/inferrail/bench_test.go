@@ -122,6 +122,8 @@ func TestParseCompare(t *testing.T) {
 		{[]string{"--policies", "round_robin,sglang"}, `--policies: "sglang" is not a policy`},
 		{[]string{"--load-factors", "2", "--load-policies", "dynamo"}, "--load-policies"},
 		{[]string{"--balancer-policy", "llmd"}, "--balancer-policy"},
+		{[]string{"--capacity-rates", "4,2"}, "--capacity-rates"},
+		{[]string{"--capacity-rates", "0"}, "--capacity-rates"},
 	} {
 		if _, _, err := parseCompare(tt.args, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("parseCompare(%q) = %v, want an error naming %s", tt.args, err, tt.want)
@@ -162,5 +164,67 @@ func TestBenchReportTree(t *testing.T) {
 	}
 	if !strings.Contains(string(idx), "## W6") || !strings.Contains(string(idx), "within 5% of least_request's | +0.0%") {
 		t.Errorf("index lacks the W6 section or its goal:\n%s", idx)
+	}
+}
+
+// The matrix flags: sweep and peer policies as lists, the capacity search
+// and the dry run.
+func TestParseCompareMatrix(t *testing.T) {
+	cc, _, err := parseCompare([]string{"--policies", "round_robin,llm_d,cost_model", "--peer-policies", "llm_d,dynamo_kv",
+		"--balancer-policies", "round_robin,best_peer,cost_model", "--capacity-rates", "2,4,8", "--capacity-duration", "15s",
+		"--capacity-drain", "5s", "--capacity-warmup", "3s", "--dry-run", "--workload", "ladder"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bench.CapacitySearch{Policy: "round_robin", Rates: []float64{2, 4, 8}, Duration: 15 * time.Second, Warmup: 3 * time.Second, Drain: 5 * time.Second}
+	if diff := cmp.Diff(want, cc.Capacity); diff != "" {
+		t.Errorf("capacity search mismatch (-want +got):\n%s", diff)
+	}
+	if !cc.DryRun || cc.Workload.Name != bench.Ladder || !cmp.Equal(cc.PeerPolicies, []string{"llm_d", "dynamo_kv"}) ||
+		!cmp.Equal(cc.BalancerPolicies, []string{"round_robin", "best_peer", "cost_model"}) {
+		t.Errorf("dry run %v, workload %s, peers %v, balancer policies %v", cc.DryRun, cc.Workload.Name, cc.PeerPolicies, cc.BalancerPolicies)
+	}
+	var out bytes.Buffer
+	if code := runMain(context.Background(), []string{"bench", "compare", "--dry-run", "--policies", "round_robin,cost_model",
+		"--capacity-rates", "2,4", "--repetitions", "2", "--out", t.TempDir()}, &out, io.Discard); code != 0 {
+		t.Fatalf("bench compare --dry-run exited %d: %s", code, out.String())
+	}
+	for _, s := range []string{"round_robin-capacity@4", "cost_model", "budget: 2 capacity runs", "4 runs (2 repetitions)"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("the dry run's plan lacks %q:\n%s", s, out.String())
+		}
+	}
+}
+
+// bench report --readme writes the headline between a README's markers,
+// with links under --out, and refuses a single-directory layout.
+func TestBenchReportReadme(t *testing.T) {
+	dir := t.TempDir()
+	in, out, readme := filepath.Join(dir, "results"), filepath.Join(dir, "report"), filepath.Join(dir, "README.md")
+	if err := os.MkdirAll(filepath.Join(in, "W1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"round_robin", "cost_model"} {
+		r := &bench.Result{Config: bench.DefaultConfig(), Workload: bench.DefaultWorkload(bench.W1), Run: bench.RunInfo{Kind: bench.KindPolicy, Policy: p, Balancers: 1, Load: 1, Replicas: 4}}
+		r.Config.Label, r.Config.Replicas = p, 4
+		r.Summary.Requests, r.Summary.TTFT.P50, r.Summary.TTFT.P99 = 10, 20, 40
+		if err := r.WriteFile(filepath.Join(in, "W1", p+"-rep0.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(readme, []byte("# x\n<!-- bench-headline:begin -->\n<!-- bench-headline:end -->\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := runMain(context.Background(), []string{"bench", "report", "--results", in, "--out", out, "--readme", readme}, &stdout, &stderr); code != 0 {
+		t.Fatalf("bench report exited %d: %s", code, stderr.String())
+	}
+	b, _ := os.ReadFile(readme)
+	if !strings.Contains(string(b), "| ["+"W1]("+filepath.ToSlash(out)+"/W1/report.md) |") || !strings.HasPrefix(string(b), "# x\n") {
+		t.Errorf("README after the splice:\n%s", b)
+	}
+	if code := runMain(context.Background(), []string{"bench", "report", "--results", filepath.Join(in, "W1"), "--out", out, "--readme", readme}, &stdout, &stderr); code == 0 ||
+		!strings.Contains(stderr.String(), "not one directory per part") {
+		t.Errorf("--readme on a single directory: exit %d, %s", code, stderr.String())
 	}
 }

@@ -1,0 +1,138 @@
+package render
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/inferrail/inferrail/bench"
+)
+
+// diagnose says, from the results alone, why own did worse than rival
+// (nil: no rival, own's figures only): the hit rates, how requests spread
+// over replicas (the busiest replica's share against a fair share, and the
+// most requests awaiting their first token on one replica at once), the
+// shape of the TTFT distribution (a tail only, or every request slower),
+// prediction accuracy, failures and stalls of the load generator.
+func diagnose(own, rival *Group, replicas int) string {
+	var out []string
+	if rival != nil {
+		if oh, rh := own.hit(), rival.hit(); rh-oh > 0.02 {
+			out = append(out, fmt.Sprintf("hit rate %.3f vs %.3f: more uncached prefill", oh, rh))
+		} else if oh-rh > 0.02 {
+			out = append(out, fmt.Sprintf("hit rate %.3f vs %.3f: the extra hits did not pay", oh, rh))
+		}
+	}
+	if replicas > 0 {
+		fair := 1 / float64(replicas)
+		if s := busiest(own); s > 0 {
+			text := fmt.Sprintf("busiest replica %.0f%% of requests (fair %.0f%%", 100*s, 100*fair)
+			if rival != nil {
+				if rs := busiest(rival); rs > 0 {
+					text += fmt.Sprintf(", %s %.0f%%", rival.Label, 100*rs)
+				}
+			}
+			if s > 1.2*fair || rival == nil || s > busiest(rival)+0.03 {
+				out = append(out, text+")")
+			}
+		}
+	}
+	if q := peakWaiting(own); q > 0 {
+		text := fmt.Sprintf("up to %.0f requests awaiting their first token on one replica", q)
+		if rival != nil {
+			if rq := peakWaiting(rival); rq > 0 {
+				text += fmt.Sprintf(" (%s %.0f)", rival.Label, rq)
+			}
+		}
+		out = append(out, text)
+	}
+	if rival != nil && rival.p50() > 0 && rival.p99() > 0 {
+		r50, r99 := own.p50()/rival.p50(), own.p99()/rival.p99()
+		switch {
+		case r50 <= goalSharingSlack && r99 > goalSharingSlack:
+			out = append(out, fmt.Sprintf("a tail only: p50 %.0f vs %.0f ms, p99 %.0f vs %.0f ms", own.p50(), rival.p50(), own.p99(), rival.p99()))
+		case r50 > goalSharingSlack && r99 > goalSharingSlack:
+			out = append(out, fmt.Sprintf("every request slower: p50 %.2f×, p99 %.2f×", r50, r99))
+		case r50 > goalSharingSlack:
+			out = append(out, fmt.Sprintf("the median only: p50 %.2f×, p99 %.2f×", r50, r99))
+		}
+	}
+	if bench.Predicts(own.Run.Policy) {
+		if n := own.mean(func(r *bench.Result) float64 { return float64(r.Summary.Predicted) }); n > 0 {
+			if ex := own.mean(func(r *bench.Result) float64 { return r.Summary.PredictionExact }); ex < goalW1Predictions {
+				out = append(out, fmt.Sprintf("predictions %.1f%% exact", 100*ex))
+			}
+		}
+	}
+	if f := own.mean(func(r *bench.Result) float64 { return float64(r.Summary.Failed) }); f > 0 {
+		out = append(out, fmt.Sprintf("%.0f failed requests", f))
+	}
+	if lag := own.mean(func(r *bench.Result) float64 { return r.Summary.SendLag.P99 }); lag > stallLagMS {
+		out = append(out, fmt.Sprintf("the load generator stalled (send lag p99 %.0f ms)", lag))
+	}
+	if len(own.Reps) > 1 {
+		lo, hi := own.spread(func(r *bench.Result) float64 { return r.Summary.TTFT.P99 })
+		if lo > 0 && hi > 2*lo {
+			out = append(out, fmt.Sprintf("p99 varies %.0f–%.0f ms across repetitions", lo, hi))
+		}
+	}
+	if len(out) == 0 {
+		return "no cause in hit rate, balance, predictions or the load generator"
+	}
+	return strings.Join(out, "; ")
+}
+
+// busiest is the mean over repetitions of the largest replica share.
+func busiest(g *Group) float64 {
+	return g.mean(func(r *bench.Result) float64 {
+		m := 0.0
+		for _, v := range r.Summary.ReplicaShare {
+			m = math.Max(m, v)
+		}
+		return m
+	})
+}
+
+// peakWaiting is the mean over repetitions of the most measured requests
+// awaiting their first token on one replica at once (from each request's
+// scheduled time to its first token, or its end when it failed); 0 without
+// per-request replicas.
+func peakWaiting(g *Group) float64 {
+	return g.mean(func(r *bench.Result) float64 { return float64(maxWaiting(r.Records)) })
+}
+
+func maxWaiting(records []bench.Record) int {
+	type edge struct {
+		at    time.Duration
+		delta int
+	}
+	by := map[string][]edge{}
+	for i := range records {
+		rec := &records[i]
+		if rec.Warmup || rec.Replica == "" {
+			continue
+		}
+		end := rec.Scheduled + rec.TTFT
+		if !rec.OK() {
+			end = rec.Scheduled + rec.E2E
+		}
+		by[rec.Replica] = append(by[rec.Replica], edge{rec.Scheduled, 1}, edge{end, -1})
+	}
+	peak := 0
+	for _, edges := range by {
+		slices.SortFunc(edges, func(a, b edge) int {
+			if a.at != b.at {
+				return int(a.at - b.at)
+			}
+			return a.delta - b.delta // ends before starts at the same instant
+		})
+		n := 0
+		for _, e := range edges {
+			n += e.delta
+			peak = max(peak, n)
+		}
+	}
+	return peak
+}
