@@ -250,7 +250,10 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	if rep.Member() != nil { // a sidecar: it reports its load with the response
 		hdr[loadreport.Origin] = []string{b.name}
 	}
-	resp, err = b.proxy.Send(actx, proxy.Upstream{Base: rep.URL, H2C: rep.H2C}, r, rq.body, hdr)
+	// Once the replica's sidecar says the engine runs the request (102),
+	// neither the replica going down (a drain) nor the route deadline
+	// cancels it: accepted work is finished where it is.
+	resp, err = b.proxy.Send(actx, proxy.Upstream{Base: rep.URL, H2C: rep.H2C}, r, rq.body, hdr, g.Arrived)
 	g.Arrived()
 	stopDown()
 	timer.Stop()

@@ -76,6 +76,10 @@ type entry struct {
 	// and the uncached part of them.
 	tokens, prefill int64
 	prefilled, done bool
+	// accepted, when set, is closed once the engine reports the request
+	// running (markRunning): the sidecar then tells its balancer the work is
+	// accepted (102 Processing) so that no first-byte timeout cuts it.
+	accepted chan struct{}
 }
 
 // admit records a request's arrival from origin ("" for none).
@@ -186,8 +190,27 @@ func (l *ledger) markRunning(running int) {
 	for _, e := range l.live[:min(running, len(l.live))] {
 		if !e.stream {
 			l.prefilledLocked(e)
+			if e.accepted != nil {
+				close(e.accepted)
+				e.accepted = nil
+			}
 		}
 	}
+}
+
+// acceptance returns a channel closed when the engine reports e running.
+func (l *ledger) acceptance(e *entry) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.accepted == nil && !e.prefilled {
+		e.accepted = make(chan struct{})
+	}
+	if e.accepted == nil { // already running
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return e.accepted
 }
 
 // Counts returns the current counts.

@@ -70,6 +70,7 @@ func newEngineTransport(cfg ProxyConfig) *http.Transport {
 // reqState travels with one request through the reverse proxy.
 type reqState struct {
 	e      *entry
+	w      http.ResponseWriter // for the 102 Processing of accepted work
 	origin string // the balancer that sent it ("" for none or invalid)
 	prompt bool   // a chat or completions request
 	stream bool   // the request asked for a stream
@@ -104,10 +105,16 @@ type prefillTransport struct {
 }
 
 func (t prefillTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(r)
 	st, ok := r.Context().Value(reqStateKey{}).(*reqState)
 	if !ok {
-		return resp, err
+		return t.next.RoundTrip(r)
+	}
+	var resp *http.Response
+	var err error
+	if st.prompt && !st.stream && st.origin != "" {
+		resp, err = t.acceptedTrip(r, st)
+	} else {
+		resp, err = t.next.RoundTrip(r)
 	}
 	if err != nil || !st.stream || resp.StatusCode/100 != 2 || !isEventStream(resp.Header) {
 		t.counts.prefilled(st.e)
@@ -118,6 +125,31 @@ func (t prefillTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// acceptedTrip is RoundTrip for a non-streaming request from a balancer:
+// when the engine reports the request running before its response, the
+// balancer is told with a 102 Processing informational response, so that it
+// neither times the work out nor moves it. It runs on the handler's
+// goroutine (ReverseProxy calls RoundTrip there), so writing the 1xx is safe.
+func (t prefillTransport) acceptedTrip(r *http.Request, st *reqState) (*http.Response, error) {
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := t.next.RoundTrip(r)
+		done <- result{resp, err}
+	}()
+	select {
+	case res := <-done:
+		return res.resp, res.err
+	case <-t.counts.acceptance(st.e):
+		st.w.WriteHeader(http.StatusProcessing)
+		res := <-done
+		return res.resp, res.err
+	}
+}
+
 func isEventStream(h http.Header) bool {
 	ct := h.Get("Content-Type")
 	return len(ct) >= len("text/event-stream") && strings.EqualFold(ct[:len("text/event-stream")], "text/event-stream")
@@ -125,7 +157,7 @@ func isEventStream(h http.Header) bool {
 
 // ServeHTTP forwards one request to the engine.
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	st := &reqState{}
+	st := &reqState{w: w}
 	if o := r.Header.Get(loadreport.Origin); loadreport.ValidOrigin(o) {
 		st.origin = o
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"sync"
@@ -58,7 +60,12 @@ var ErrFirstByteTimeout = errors.New("no response headers within the first-byte 
 // aborts the upstream request at any point, also while its body streams.
 // header holds extra headers to set (x-request-id). A connect failure is a
 // *DialError.
-func (p *Proxy) Send(ctx context.Context, up Upstream, in *http.Request, body []byte, header http.Header) (*http.Response, error) {
+//
+// accepted, when not nil, is called (at most once, from the transport's
+// goroutine) when the upstream answers 102 Processing before its response:
+// a sidecar's word that the engine is running the request. From then on the
+// first-byte timeout no longer applies: the work is accepted and under way.
+func (p *Proxy) Send(ctx context.Context, up Upstream, in *http.Request, body []byte, header http.Header, accepted func()) (*http.Response, error) {
 	u := *up.Base
 	u.Path = joinPath(up.Base.Path, in.URL.Path)
 	u.RawPath = ""
@@ -82,13 +89,30 @@ func (p *Proxy) Send(ctx context.Context, up Upstream, in *http.Request, body []
 		out.Body = io.NopCloser(bytes.NewReader(body))
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
+	var timer *time.Timer // the first-byte timeout (nil: none)
+	var once sync.Once
+	out = out.WithContext(httptrace.WithClientTrace(out.Context(), &httptrace.ClientTrace{
+		Got1xxResponse: func(code int, _ textproto.MIMEHeader) error {
+			if code == http.StatusProcessing {
+				once.Do(func() {
+					if timer != nil {
+						timer.Stop()
+					}
+					if accepted != nil {
+						accepted()
+					}
+				})
+			}
+			return nil
+		},
+	}))
 	if p.cfg.FirstByteTimeout <= 0 {
 		return p.transport(up).RoundTrip(out)
 	}
-	actx, cancel := context.WithCancelCause(ctx)
+	actx, cancel := context.WithCancelCause(out.Context())
 	out = out.WithContext(actx)
 	g := NewGuard(cancel)
-	timer := time.AfterFunc(p.cfg.FirstByteTimeout, func() { g.Cancel(ErrFirstByteTimeout) })
+	timer = time.AfterFunc(p.cfg.FirstByteTimeout, func() { g.Cancel(ErrFirstByteTimeout) })
 	resp, err := p.transport(up).RoundTrip(out)
 	g.Arrived()
 	timer.Stop()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -76,7 +77,7 @@ func TestBytesPassUnderAnyChunking(t *testing.T) {
 		p := New(DefaultConfig())
 		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
-			resp, err := p.Send(r.Context(), Upstream{Base: mustURL(t, up.URL), H2C: h2c}, r, body, nil)
+			resp, err := p.Send(r.Context(), Upstream{Base: mustURL(t, up.URL), H2C: h2c}, r, body, nil, nil)
 			if err != nil {
 				t.Errorf("Send: %v", err)
 				w.WriteHeader(599)
@@ -128,7 +129,7 @@ func TestStreamFlushesEachWrite(t *testing.T) {
 	p := New(DefaultConfig())
 	defer p.Close()
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		resp, err := p.Send(r.Context(), Upstream{Base: mustURL(t, up.URL), H2C: true}, r, nil, nil)
+		resp, err := p.Send(r.Context(), Upstream{Base: mustURL(t, up.URL), H2C: true}, r, nil, nil, nil)
 		if err != nil {
 			t.Errorf("Send: %v", err)
 			return
@@ -172,7 +173,7 @@ func TestHopByHopHeadersRemoved(t *testing.T) {
 	in.RemoteAddr = "192.0.2.1:1234"
 	p := New(DefaultConfig())
 	defer p.Close()
-	resp, err := p.Send(context.Background(), Upstream{Base: mustURL(t, up.URL+"/prefix")}, in, []byte("{}"), http.Header{"X-Request-Id": {"id1"}})
+	resp, err := p.Send(context.Background(), Upstream{Base: mustURL(t, up.URL+"/prefix")}, in, []byte("{}"), http.Header{"X-Request-Id": {"id1"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestPathPrefixAndQuery(t *testing.T) {
 	p := New(DefaultConfig())
 	defer p.Close()
 	in := httptest.NewRequest("POST", "/v1/completions?a=b", nil)
-	resp, err := p.Send(context.Background(), Upstream{Base: mustURL(t, up.URL+"/api/")}, in, nil, nil)
+	resp, err := p.Send(context.Background(), Upstream{Base: mustURL(t, up.URL+"/api/")}, in, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func TestDialErrorAndRetryable(t *testing.T) {
 	defer p.Close()
 	in := httptest.NewRequest("POST", "/v1/completions", nil)
 	for _, h2c := range []bool{false, true} {
-		_, err := p.Send(context.Background(), Upstream{Base: mustURL(t, "http://"+addr), H2C: h2c}, in, []byte("{}"), nil)
+		_, err := p.Send(context.Background(), Upstream{Base: mustURL(t, "http://"+addr), H2C: h2c}, in, []byte("{}"), nil, nil)
 		var de *DialError
 		if !errors.As(err, &de) {
 			t.Fatalf("h2c %v: err = %v, want a DialError", h2c, err)
@@ -269,7 +270,7 @@ func TestFirstByteTimeout(t *testing.T) {
 	cfg.FirstByteTimeout = 1 // as short as can be: the timer fires before any answer
 	p := New(cfg)
 	defer p.Close()
-	_, err := p.Send(context.Background(), Upstream{Base: mustURL(t, up.URL)}, httptest.NewRequest("GET", "/", nil), nil, nil)
+	_, err := p.Send(context.Background(), Upstream{Base: mustURL(t, up.URL)}, httptest.NewRequest("GET", "/", nil), nil, nil, nil)
 	if !errors.Is(err, ErrFirstByteTimeout) {
 		t.Fatalf("err = %v, want ErrFirstByteTimeout", err)
 	}
@@ -288,5 +289,56 @@ func TestProbe(t *testing.T) {
 	}
 	if err := p.Probe(context.Background(), Upstream{Base: mustURL(t, up.URL)}, "/nope"); err == nil {
 		t.Error("404 probe passed")
+	}
+}
+
+// A 102 Processing from the upstream (a sidecar whose engine runs the
+// request) reaches accepted, once, before the response, over HTTP/1.1 and
+// h2c, and the response still arrives. (That the first-byte timeout then no
+// longer applies is shown through the real binaries, with an engine slower
+// than the timeout: TestAcceptedWorkIsFinished in test/e2e.)
+func TestProcessingReachesAccepted(t *testing.T) {
+	for _, h2c := range []bool{false, true} {
+		t.Run(fmt.Sprintf("h2c=%v", h2c), func(t *testing.T) {
+			release := make(chan struct{})
+			handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusProcessing)
+				<-release
+				_, _ = io.WriteString(w, "done")
+			})
+			var base string
+			if h2c {
+				base = h2cServer(t, handler).URL
+			} else {
+				srv := httptest.NewServer(handler)
+				t.Cleanup(srv.Close)
+				base = srv.URL
+			}
+			p := New(DefaultConfig())
+			defer p.Close()
+			accepted := make(chan struct{}, 2)
+			errc := make(chan error, 1)
+			go func() {
+				resp, err := p.Send(context.Background(), Upstream{Base: mustURL(t, base), H2C: h2c},
+					httptest.NewRequest("POST", "/v1/completions", nil), []byte("{}"), nil, func() { accepted <- struct{}{} })
+				if err == nil {
+					var b []byte
+					b, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err == nil && string(b) != "done" {
+						err = fmt.Errorf("body %q", b)
+					}
+				}
+				errc <- err
+			}()
+			<-accepted // before the response: the handler is still waiting
+			close(release)
+			if err := <-errc; err != nil {
+				t.Fatalf("accepted request failed: %v", err)
+			}
+			if len(accepted) != 0 {
+				t.Errorf("accepted called more than once")
+			}
+		})
 	}
 }
