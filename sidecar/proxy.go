@@ -71,9 +71,9 @@ func newEngineTransport(cfg ProxyConfig) *http.Transport {
 type reqState struct {
 	e      *entry
 	w      http.ResponseWriter // for the 102 Processing of accepted work
-	origin string // the balancer that sent it ("" for none or invalid)
-	prompt bool   // a chat or completions request
-	stream bool   // the request asked for a stream
+	origin string              // the balancer that sent it ("" for none or invalid)
+	prompt bool                // a chat or completions request
+	stream bool                // the request asked for a stream
 	hashes [][]kvblock.Hash
 }
 
