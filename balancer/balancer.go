@@ -71,6 +71,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 	if b.models, err = newModels(&b.cfg, reg, xxh3.HashString(b.name)); err != nil {
 		return nil, err
 	}
+	b.models.onForget = b.m.forgetModel
 	b.pool = tokenize.NewPool(tokenize.PoolConfig{
 		Workers: cfg.Tokenize.Workers, MaxWait: cfg.Tokenize.MaxWait,
 		MaxQueue: cfg.Tokenize.MaxQueue, MaxSize: cfg.Tokenize.MaxSize,

@@ -90,3 +90,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	return m
 }
+
+// forgetModel deletes every series of a model that is gone.
+func (m *metrics) forgetModel(name string) {
+	l := prometheus.Labels{"model": name}
+	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
+		m.requests, m.ttft, m.decision, m.reasons, m.promptTokens, m.cachedTokens, m.unpredicted, m.retries, m.fallback,
+	} {
+		v.DeletePartialMatch(l)
+	}
+}

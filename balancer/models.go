@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/tokenize"
@@ -20,6 +21,10 @@ type model struct {
 	cfg    ModelConfig
 	policy route.Policy
 	tok    *tokenize.Model // nil: no prediction
+	// base and lora seed the block hashes (kvblock.NewSeed): for a LoRA
+	// adapter the base model's name and the adapter's, as the engine and
+	// the sidecar hash them; base "" means cfg.Name, no adapter.
+	base, lora string
 }
 
 // models resolves request model names: configured models and aliases are
@@ -35,6 +40,9 @@ type models struct {
 
 	mu   sync.Mutex // protects auto
 	auto map[string]*model
+	// onForget is called (under mu) with the name of a forgotten
+	// automatic model (nil: nothing to do).
+	onForget func(name string)
 }
 
 // newModels builds the configured models. seedMix is mixed into every
@@ -70,13 +78,22 @@ func newModels(cfg *Config, reg prometheus.Registerer, seedMix uint64) (*models,
 	return ms, nil
 }
 
+// maxAutoModels bounds the automatic models kept: past it, those no replica
+// serves any more are forgotten (with their policies, overlays and metric
+// series; onForget is told).
+const maxAutoModels = 64
+
 // lookup returns the model a request names: a configured model or alias,
-// or (when served reports that some replica serves it) an automatic one.
-func (ms *models) lookup(name string, served bool) *model {
+// or (when some replica of snap serves it) an automatic one. An automatic
+// model that is a LoRA adapter of a configured base model takes the base's
+// tokenizer, routing and block size, and hashes with the base and the
+// adapter, as the engine does.
+func (ms *models) lookup(name string, snap *fleet.Snapshot) *model {
 	if m := ms.byKey[name]; m != nil {
 		return m
 	}
-	if !served {
+	set := snap.Models[name]
+	if set == nil || len(set.Replicas) == 0 {
 		return nil
 	}
 	ms.mu.Lock()
@@ -84,13 +101,33 @@ func (ms *models) lookup(name string, served bool) *model {
 	if m := ms.auto[name]; m != nil {
 		return m
 	}
+	if len(ms.auto) >= maxAutoModels {
+		for n := range ms.auto {
+			if snap.Models[n] == nil {
+				delete(ms.auto, n)
+				if ms.onForget != nil {
+					ms.onForget(n)
+				}
+			}
+		}
+	}
 	mc := ms.cfg.autoModel(name)
+	m := &model{}
+	if base, ok := set.Replicas[0].LoRABase(name); ok {
+		m.base, m.lora = base, name
+		if bm := ms.byKey[base]; bm != nil {
+			aliases := mc.Aliases
+			mc = bm.cfg
+			mc.Name, mc.Aliases = name, aliases
+			m.tok = bm.tok
+		}
+	}
 	mc.Routing.Seed ^= ms.seedMix
 	pol, err := route.New(mc.Routing)
 	if err != nil { // the defaults were validated with the config
 		return nil
 	}
-	m := &model{cfg: mc, policy: pol}
+	m.cfg, m.policy = mc, pol
 	ms.auto[name] = m
 	return m
 }
@@ -141,7 +178,11 @@ func errReason(err error) string {
 
 // hashes returns the prompt's block hashes for this model.
 func (m *model) hashes(dst []kvblock.Hash, ids []uint32, cacheSalt string) []kvblock.Hash {
-	return kvblock.Hashes(dst, kvblock.NewSeed(m.cfg.Name, "", cacheSalt), ids, m.cfg.BlockSize)
+	base := m.base
+	if base == "" {
+		base = m.cfg.Name
+	}
+	return kvblock.Hashes(dst, kvblock.NewSeed(base, m.lora, cacheSalt), ids, m.cfg.BlockSize)
 }
 
 // requestFields are the body fields the balancer reads.

@@ -73,7 +73,7 @@ func (b *Balancer) resolve(k kind, body []byte, snap *fleet.Snapshot, dec *token
 	} else if name = b.soleModel(snap); name == "" {
 		return parsed{}, openai.BadRequest("model", "model is required")
 	}
-	m := b.models.lookup(name, snap.Models[name] != nil)
+	m := b.models.lookup(name, snap)
 	if m == nil {
 		return parsed{}, openai.ModelNotFound(name)
 	}

@@ -23,8 +23,12 @@ var ErrMetaTooLarge = errors.New("node metadata too large")
 // Meta is a node's metadata, carried by memberlist in every alive message.
 type Meta struct {
 	Role Role `json:"role"`
-	// Models served (sidecars): base model names and LoRA adapters.
+	// Models served (sidecars): base model names, then LoRA adapters.
 	Models []string `json:"models,omitempty"`
+	// Adapters is how many of the last Models are LoRA adapters of the
+	// first (the base model): their prefixes are hashed with the base
+	// model and the adapter (kvblock.NewSeed).
+	Adapters int `json:"adapters,omitempty"`
 	// Engine kind behind a sidecar: vllm, sglang, sim.
 	Engine string `json:"engine,omitempty"`
 	// BlockSize is the engine's KV block size in tokens.
@@ -53,6 +57,8 @@ func (m *Meta) Marshal() ([]byte, error) {
 	for _, s := range m.Models {
 		b = appendString(b, s)
 	}
+	// Added after the first release: decoders accept metadata ending above.
+	b = binary.AppendUvarint(b, uint64(max(m.Adapters, 0)))
 	if len(b) > MaxMetaSize {
 		return nil, fmt.Errorf("%w: %d bytes > %d", ErrMetaTooLarge, len(b), MaxMetaSize)
 	}
@@ -89,6 +95,13 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 	}
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		m.Models = append(m.Models, d.string())
+	}
+	if d.err == nil && len(d.b) > 0 {
+		a := d.uvarint()
+		if a >= uint64(max(len(m.Models), 1)) {
+			d.fail("%d adapters of %d models", a, len(m.Models))
+		}
+		m.Adapters = int(a)
 	}
 	d.end()
 	if d.err != nil {

@@ -25,6 +25,9 @@ func randomMeta(r *rand.Rand) Meta {
 	for range r.IntN(6) {
 		m.Models = append(m.Models, str(40))
 	}
+	if len(m.Models) > 1 {
+		m.Adapters = r.IntN(len(m.Models))
+	}
 	return m
 }
 
@@ -73,7 +76,7 @@ func TestUnmarshalMetaRejects(t *testing.T) {
 		{"empty", nil},
 		{"wrong type", []byte{'X', 1, 1, 0, 0, 0, 0, 0, 0, 0}},
 		{"wrong version", []byte{'M', 9, 1, 0, 0, 0, 0, 0, 0, 0}},
-		{"truncated", good[:len(good)-1]},
+		{"truncated", good[:len(good)-2]}, // into the last model name (without the last byte it is the older format)
 		{"trailing", append(append([]byte{}, good...), 0)},
 		{"model count too large", []byte{'M', 1, 1, 0, 0, 0, 0, 0, 0, 0xff, 0x01}},
 	} {

@@ -119,9 +119,26 @@ func (s *Sidecar) loraOf(model string) string {
 }
 
 // advertisedModels returns the model names for the gossip metadata: the
-// served model first, then the engine's other ids, within
-// maxAdvertisedModelBytes.
+// served model first, then the engine's other ids (LoRA adapters last),
+// within maxAdvertisedModelBytes.
 func (s *Sidecar) advertisedModels() []string {
+	ids, _ := s.advertised()
+	return ids
+}
+
+// advertised returns advertisedModels and how many of its last names are
+// LoRA adapters (gossip.Meta.Adapters).
+func (s *Sidecar) advertised() (ids []string, adapters int) {
+	ids = s.advertisedNames()
+	if m := s.models.Load(); m != nil {
+		for i := len(ids) - 1; i > 0 && m.LoRAs[ids[i]]; i-- {
+			adapters++
+		}
+	}
+	return ids, adapters
+}
+
+func (s *Sidecar) advertisedNames() []string {
 	var ids []string
 	if cur := s.currentModel(); cur != "" {
 		ids = append(ids, cur)

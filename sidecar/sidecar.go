@@ -66,7 +66,7 @@ type Sidecar struct {
 // metaUpdater is the optional ability of a gossip node to publish what the
 // sidecar learned about its engine.
 type metaUpdater interface {
-	updateMeta(models []string, kind string, blockSize int, dataAddr, adminAddr string)
+	updateMeta(models []string, adapters int, kind string, blockSize int, dataAddr, adminAddr string)
 }
 
 type scrapeOutcome struct {

@@ -110,7 +110,8 @@ func (s *Sidecar) control(ctx context.Context) error {
 				if g := s.lastGood.Load(); g != nil {
 					kind = string(g.load.Kind)
 				}
-				mu.updateMeta(s.advertisedModels(), kind, int(s.blockSize.Load()), s.dataAddr, s.adminAddr)
+				models, adapters := s.advertised()
+				mu.updateMeta(models, adapters, kind, int(s.blockSize.Load()), s.dataAddr, s.adminAddr)
 			}
 		}
 		if summaryGauges++; summaryGauges%10 == 0 {

@@ -126,14 +126,14 @@ func (g *gossipAdapter) SetLoad(r LoadReport) {
 // kind, block size, bound addresses) when it changed. It starts from the
 // node's current metadata, which the node itself updates with the summary
 // epoch.
-func (g *gossipAdapter) updateMeta(models []string, kind string, blockSize int, dataAddr, adminAddr string) {
+func (g *gossipAdapter) updateMeta(models []string, adapters int, kind string, blockSize int, dataAddr, adminAddr string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	cur := g.n.Meta()
 	m := cur
 	m.Models = slices.Clone(cur.Models)
 	if len(models) > 0 {
-		m.Models = models
+		m.Models, m.Adapters = models, adapters
 	}
 	if kind != "" {
 		m.Engine = kind
@@ -156,7 +156,7 @@ func (g *gossipAdapter) updateMeta(models []string, kind string, blockSize int, 
 }
 
 func metaEqual(a, b gossip.Meta) bool {
-	return slices.Equal(a.Models, b.Models) && a.Role == b.Role && a.Engine == b.Engine &&
+	return slices.Equal(a.Models, b.Models) && a.Adapters == b.Adapters && a.Role == b.Role && a.Engine == b.Engine &&
 		a.BlockSize == b.BlockSize && a.DataAddr == b.DataAddr && a.AdminAddr == b.AdminAddr &&
 		a.Version == b.Version && a.SummaryEpoch == b.SummaryEpoch
 }

@@ -197,7 +197,7 @@ func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
 			d := f.cfg.Defaults
 			specs = append(specs, entry{member: m, spec: Spec{
 				ID: m.Name, URL: &url.URL{Scheme: "http", Host: m.Meta.DataAddr}, H2C: true,
-				Models: slices.Clone(m.Meta.Models), BlockSize: int(m.Meta.BlockSize),
+				Models: slices.Clone(m.Meta.Models), Adapters: m.Meta.Adapters, BlockSize: int(m.Meta.BlockSize),
 				MaxConcurrency: d.MaxConcurrency, MaxPending: d.MaxPending, CapacityBlocks: d.CapacityBlocks,
 			}})
 		}

@@ -40,13 +40,30 @@ type Spec struct {
 	CapacityBlocks int
 	// Weight scales the replica's share (0: 1).
 	Weight float64
+	// Adapters is how many of the last Models are LoRA adapters of the
+	// first, the base model (gossip.Meta.Adapters).
+	Adapters int
+}
+
+// LoRABase returns the base model of name when name is one of the
+// replica's LoRA adapters.
+func (a *Spec) LoRABase(name string) (base string, ok bool) {
+	if a.Adapters <= 0 || a.Adapters >= len(a.Models) {
+		return "", false
+	}
+	for _, m := range a.Models[len(a.Models)-a.Adapters:] {
+		if m == name {
+			return a.Models[0], true
+		}
+	}
+	return "", false
 }
 
 // equal reports whether a and b describe the same replica.
 func (a *Spec) equal(b *Spec) bool {
 	if a.ID != b.ID || a.URL.String() != b.URL.String() || a.H2C != b.H2C || a.Static != b.Static ||
 		a.BlockSize != b.BlockSize || a.MaxConcurrency != b.MaxConcurrency || a.MaxPending != b.MaxPending ||
-		a.CapacityBlocks != b.CapacityBlocks || a.Weight != b.Weight || len(a.Models) != len(b.Models) {
+		a.CapacityBlocks != b.CapacityBlocks || a.Weight != b.Weight || a.Adapters != b.Adapters || len(a.Models) != len(b.Models) {
 		return false
 	}
 	for i := range a.Models {

@@ -15,9 +15,10 @@ import (
 // this request, is skipped (a spill): the miss penalty may keep a prefix at
 // home, but not on a replica so loaded that going cold would be faster. Among
 // the candidates under the bound whose scores are within TieMargin of the
-// lowest, the prefix's rendezvous order decides: different prompts spread
-// over near-equal replicas, so many balancers acting on one view do not all
-// pick alike, while one prefix lands alike on every balancer. When the best
+// lowest, the one that holds most of the prompt wins, then the prefix's
+// rendezvous order: different prompts spread over near-equal replicas, so
+// many balancers acting on one view do not all pick alike, while one prefix
+// lands alike on every balancer. When the best
 // candidate holds part of the prompt but its estimated queue wait is at least
 // HotPrefixQueueWait, the prefix is hot: the request goes to the next best
 // candidate if that is at most HotPrefixQueueWait slower, and the overlay
@@ -85,15 +86,18 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	if best != all {
 		reason = ReasonLoadSpill
 	}
-	// Near-equal choices: the prefix's rendezvous winner among them.
+	// Near-equal choices: the one holding most of the prompt (free hits:
+	// an engine step costs the same whether it computes a few tokens or a
+	// few hundred), then the prefix's rendezvous winner among those.
 	margin := max(p.cfg.TieMargin*bestT, p.est.t0)
+	bestC := s.cached[s.elig[best]]
 	bestR := rendezvous(key, cands[s.elig[best]].key(), 1, true)
 	for k, i := range s.elig {
-		if k == best || s.score[k] > bestT+margin || !under(k) {
+		if k == best || s.score[k] > bestT+margin || !under(k) || s.cached[i] < bestC {
 			continue
 		}
-		if r := rendezvous(key, cands[i].key(), 1, true); r > bestR {
-			best, bestR = k, r
+		if r := rendezvous(key, cands[i].key(), 1, true); s.cached[i] > bestC || r > bestR {
+			best, bestC, bestR = k, s.cached[i], r
 		}
 	}
 	if hot := float64(p.cfg.Cost.HotPrefixQueueWait); hot > 0 && s.cached[s.elig[best]] > 0 && s.queue[best] >= hot {

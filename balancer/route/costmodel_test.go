@@ -393,3 +393,20 @@ func TestCostModelWorkBoundProperty(t *testing.T) {
 		}
 	}
 }
+
+// Among near-equal candidates the one holding the prompt wins: a short
+// prompt costs one engine step warm or cold, so its estimate barely differs,
+// but the hit is free.
+func TestCostModelNearTiesPreferTheCache(t *testing.T) {
+	hs := prompt(21, 21, 16, 18) // 288 tokens, 256 of them shared
+	for i := range 50 {
+		cs := cands(4)
+		warm := i % 4
+		cs[warm].Prefix = fakeIndex{}.add(hs[:16])
+		p := newPolicy(t, PolicyCostModel, func(c *Config) { c.Seed = uint64(i) })
+		got, d := mustPick(t, p, req(hs), cs)
+		if got != warm {
+			t.Fatalf("case %d: picked %d (scores %v), want the warm replica %d", i, got, d.Scores, warm)
+		}
+	}
+}

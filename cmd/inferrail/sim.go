@@ -41,6 +41,8 @@ func runSim(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "port to listen on (0 picks a free port)")
 	names := &stringList{vals: cfg.ServedModelName}
 	fs.Var(names, "served-model-name", "model name(s) served; repeat or comma-separate for aliases (the first is used in responses)")
+	loras := &stringList{}
+	fs.Var(loras, "lora-modules", "LoRA adapters served beside the base model, name=path (repeat or comma-separate)")
 	fs.StringVar(&cfg.Tokenizer, "tokenizer", cfg.Tokenizer, `tokenizer: "builtin:sim" or a model directory (tokenizer.json, tokenizer_config.json)`)
 	fs.StringVar(&cfg.ChatTemplate, "chat-template", "", "chat template overriding the model's: a file, or the template text")
 	e := &cfg.Engine
@@ -70,6 +72,16 @@ func runSim(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	cfg.ServedModelName = names.vals
+	for _, v := range loras.vals {
+		name, path, _ := strings.Cut(v, "=")
+		if name == "" {
+			return fmt.Errorf("--lora-modules: %q has no adapter name (want name=path)", v)
+		}
+		if path == "" {
+			path = name
+		}
+		cfg.LoRAModules = append(cfg.LoRAModules, enginesim.LoRAModule{Name: name, Path: path})
+	}
 	lat.KVReadPerToken = kvUS * 1000
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

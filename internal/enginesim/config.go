@@ -1,6 +1,7 @@
 package enginesim
 
 import (
+	"slices"
 	"errors"
 	"fmt"
 	"os"
@@ -25,6 +26,12 @@ type Config struct {
 	// (--served-model-name, several allowed as in vLLM). The first is the
 	// name in responses and metrics.
 	ServedModelName []string
+	// LoRAModules lists the LoRA adapters served beside the base model
+	// (--lora-modules name=path, as vLLM takes them): requests naming one
+	// are hashed and reported in KV events with the adapter, and
+	// /v1/models lists each with the base model as its parent. The
+	// simulator generates the same tokens for an adapter as for the base.
+	LoRAModules []LoRAModule
 	// Tokenizer is "builtin:sim" or a model directory with tokenizer.json
 	// and tokenizer_config.json (--tokenizer).
 	Tokenizer string
@@ -96,6 +103,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--served-model-name must not be empty, got %q", n))
 		}
 	}
+	for i, l := range c.LoRAModules {
+		if slices.Contains(c.ServedModelName, l.Name) || slices.ContainsFunc(c.LoRAModules[:i], func(o LoRAModule) bool { return o.Name == l.Name }) {
+			errs = append(errs, fmt.Errorf("--lora-modules names must be unique and not a served model name, got %q twice", l.Name))
+		}
+	}
 	if c.Tokenizer != TokenizerBuiltinSim {
 		if st, err := os.Stat(c.Tokenizer); err != nil || !st.IsDir() {
 			errs = append(errs, fmt.Errorf("--tokenizer must be %q or a model directory, got %q", TokenizerBuiltinSim, c.Tokenizer))
@@ -156,4 +168,9 @@ func (c Config) modelName() string {
 		return ""
 	}
 	return c.ServedModelName[0]
+}
+
+// LoRAModule is one LoRA adapter: its name and the path it was loaded from.
+type LoRAModule struct {
+	Name, Path string
 }

@@ -135,7 +135,7 @@ func (s *frontEnd) completeChat(w http.ResponseWriter, r *http.Request, g *genRe
 		choice.TokenIDs = q.ts.tokens
 	}
 	resp := openai.ChatCompletionResponse{
-		ID: g.id, Object: openai.ObjectChatCompletion, Created: g.created, Model: s.cfg.modelName(),
+		ID: g.id, Object: openai.ObjectChatCompletion, Created: g.created, Model: s.responseModel(g),
 		Choices: []openai.ChatChoice{choice},
 		Usage:   s.usage(q.prompt, len(q.ts.tokens), q.cached, true),
 	}
@@ -150,7 +150,7 @@ func (s *frontEnd) streamChat(w http.ResponseWriter, r *http.Request, g *genRequ
 	includeUsage, continuous := streamUsageFlags(g.params)
 	startStream(w)
 	sse := openai.NewWriter(w)
-	model := s.cfg.modelName()
+	model := s.responseModel(g)
 	chunk := func(choices []openai.ChatChunkChoice) *openai.ChatCompletionChunk {
 		return &openai.ChatCompletionChunk{ID: g.id, Object: openai.ObjectChatCompletionChunk, Created: g.created, Model: model, Choices: choices}
 	}

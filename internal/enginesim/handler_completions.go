@@ -103,7 +103,7 @@ func (s *frontEnd) completeCompletion(w http.ResponseWriter, r *http.Request, g 
 		choice.TokenIDs, choice.PromptTokenIDs = q.ts.tokens, g.prompt
 	}
 	writeJSON(w, http.StatusOK, openai.CompletionResponse{
-		ID: g.id, Object: openai.ObjectTextCompletion, Created: g.created, Model: s.cfg.modelName(),
+		ID: g.id, Object: openai.ObjectTextCompletion, Created: g.created, Model: s.responseModel(g),
 		Choices: []openai.CompletionChoice{choice},
 		Usage:   s.usage(q.prompt, len(q.ts.tokens), q.cached, true),
 	})
@@ -115,7 +115,7 @@ func (s *frontEnd) streamCompletion(w http.ResponseWriter, r *http.Request, g *g
 	includeUsage, continuous := streamUsageFlags(g.params)
 	startStream(w)
 	sse := openai.NewWriter(w)
-	model := s.cfg.modelName()
+	model := s.responseModel(g)
 	var fast *chunkEncoder // the common chunks, without reflection
 	if !continuous && !g.params.ReturnTokenIDs {
 		fast = newChunkEncoder(g.id, openai.ObjectTextCompletion, g.created, model)

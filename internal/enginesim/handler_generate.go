@@ -144,6 +144,15 @@ func (s *frontEnd) checkPromptIDs(ids []uint32) *openai.Error {
 	return nil
 }
 
+// responseModel returns the model name a response carries: the adapter's
+// for a LoRA request (as vLLM answers), else the served model's.
+func (s *frontEnd) responseModel(g *genRequest) string {
+	if s.loras[g.params.Model] {
+		return g.params.Model
+	}
+	return s.cfg.modelName()
+}
+
 // submit picks a rank and submits g; the caller must call done when the
 // sequence is over.
 func (s *frontEnd) submit(g *genRequest) (st *Stream, done func(), e *openai.Error) {
@@ -151,10 +160,15 @@ func (s *frontEnd) submit(g *genRequest) (st *Stream, done func(), e *openai.Err
 	rank.inflight.Add(1)
 	p := g.params
 	key := generationKey(g.keyID, g.prompt)
+	var lora string
+	if s.loras[p.Model] {
+		lora = p.Model
+	}
 	req := &Request{
 		ID:           g.baseID + "-" + randomHex()[:8],
 		Prompt:       g.prompt,
-		Seed:         kvblock.NewSeed(s.cfg.modelName(), "", p.CacheSalt),
+		Seed:         kvblock.NewSeed(s.cfg.modelName(), lora, p.CacheSalt),
+		LoRA:         lora,
 		MaxTokens:    g.max,
 		MinTokens:    p.MinTokens,
 		IgnoreEOS:    p.IgnoreEOS,

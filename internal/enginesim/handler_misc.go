@@ -24,6 +24,14 @@ func (s *frontEnd) handleModels(w http.ResponseWriter, _ *http.Request) {
 			Permission: []openai.ModelPermission{openai.NewModelPermission("modelperm-"+randomHex(), created)},
 		})
 	}
+	for _, l := range s.cfg.LoRAModules {
+		path := l.Path
+		list.Data = append(list.Data, openai.ModelCard{
+			ID: l.Name, Object: openai.ObjectModel, Created: created, OwnedBy: "vllm",
+			Root: &path, Parent: &root, MaxModelLen: &maxLen,
+			Permission: []openai.ModelPermission{openai.NewModelPermission("modelperm-"+randomHex(), created)},
+		})
+	}
 	writeJSON(w, http.StatusOK, list)
 }
 

@@ -58,7 +58,8 @@ type frontEnd struct {
 	ranks    []*rankState
 	gatherer prometheus.Gatherer
 	faults   *faultSet
-	names    map[string]bool
+	names    map[string]bool // every model name requests may use
+	loras    map[string]bool // the LoRA adapters among them
 	routes   map[string]map[string]http.HandlerFunc
 	handler  http.Handler
 
@@ -82,12 +83,17 @@ func newFrontEnd(cfg Config, log *slog.Logger, tok promptTokenizer, ranks []*ran
 	s := &frontEnd{
 		cfg: cfg, log: log, tok: tok, ranks: ranks, gatherer: gatherer,
 		names:     map[string]bool{},
+		loras:     map[string]bool{},
 		conns:     map[net.Conn]struct{}{},
 		listening: make(chan struct{}),
 	}
 	s.faults = newFaultSet(s)
 	for _, n := range cfg.ServedModelName {
 		s.names[n] = true
+	}
+	for _, l := range cfg.LoRAModules {
+		s.names[l.Name] = true
+		s.loras[l.Name] = true
 	}
 	s.routes = map[string]map[string]http.HandlerFunc{
 		"/v1/chat/completions":      {http.MethodPost: s.handleChat},
