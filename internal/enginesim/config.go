@@ -1,10 +1,10 @@
 package enginesim
 
 import (
-	"slices"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
