@@ -110,7 +110,16 @@ func waitOK(ctx context.Context, url string, watch ...*proc) error {
 				return stopPolling{err}
 			}
 		}
-		resp, err := http.Get(url)
+		// Bounded: a free port another program took between our choice and
+		// the child's bind may accept and never answer; the child's exit
+		// must still be seen on the next poll.
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+		if err != nil {
+			return stopPolling{err}
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err
 		}
