@@ -240,6 +240,29 @@ func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
 	f.snap.Store(snap)
 }
 
+// SetStatic replaces the static replicas (a config reload) and publishes
+// the new snapshot at once. A replica whose spec is unchanged keeps its
+// counters and health; a changed or removed one is marked down, so requests
+// still waiting for its first byte move to another replica, while those
+// streaming from it finish.
+func (f *Fleet) SetStatic(static []Spec) error {
+	ids := map[string]bool{}
+	for _, s := range static {
+		if s.ID == "" || s.URL == nil {
+			return errors.New("fleet: a static replica needs an ID and a URL")
+		}
+		if ids[s.ID] {
+			return fmt.Errorf("fleet: duplicate replica %q", s.ID)
+		}
+		ids[s.ID] = true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cfg.Static = slices.Clone(static)
+	f.rebuildLocked(f.lastSrc)
+	return nil
+}
+
 func (f *Fleet) staticID(id string) (Spec, bool) {
 	for _, s := range f.cfg.Static {
 		if s.ID == id {
