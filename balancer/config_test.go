@@ -140,6 +140,7 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Models, cfg.Replicas, cfg.Gossip.Join = nil, nil, nil
+	cfg.Gateway.Auth.Keys, cfg.Gateway.CORS.AllowedOrigins = nil, nil
 	if diff := cmp.Diff(DefaultConfig(), cfg); diff != "" {
 		t.Errorf("example differs from the defaults (-want +got):\n%s", diff)
 	}

@@ -108,7 +108,15 @@ func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
 			b.m.promptTokens.WithLabelValues(m.cfg.Name).Observe(float64(len(p.ids)))
 		}
 	}
-	b.attempts(w, r, &rq, sc)
+	adm, oerr := b.admit(w, r, m, rq.tokens, body)
+	if oerr != nil {
+		rq.outcome = outcomeRejected
+		oerr.Write(w)
+		return
+	}
+	mw := adm.Meter(w) // rate-limit headers; completion tokens counted (gate.go)
+	defer func() { adm.Charge(r.Context(), mw.Completion()) }()
+	b.attempts(mw, r, &rq, sc)
 }
 
 // attempts picks a replica and proxies the request, moving it to another
@@ -238,7 +246,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	g := proxy.NewGuard(cancel)
 	stopDown := context.AfterFunc(rep.Down(), func() { g.Cancel(fleet.ErrReplicaDown) })
 	timer := time.AfterFunc(time.Until(deadline), func() { g.Cancel(errRouteDeadline) })
-	resp, err = b.proxy.Send(actx, proxy.Upstream{Base: rep.URL, H2C: rep.H2C}, r, rq.body, http.Header{HeaderRequestID: {rq.id}})
+	resp, err = b.proxy.Send(actx, rep.Upstream(), r, rq.body, http.Header{HeaderRequestID: {rq.id}})
 	g.Arrived()
 	stopDown()
 	timer.Stop()

@@ -52,6 +52,14 @@ func New(cfg Config, resolve Resolver, lim *Limiter, m *Metrics) (*Gate, error) 
 // KeysOn reports whether requests need an API key.
 func (g *Gate) KeysOn() bool { return g.keys != nil }
 
+// Keys returns the number of API keys (0 when keys are off).
+func (g *Gate) Keys() int {
+	if g.keys == nil {
+		return 0
+	}
+	return g.keys.Len()
+}
+
 // CORS returns the CORS policy.
 func (g *Gate) CORS() *CORS { return g.cors }
 

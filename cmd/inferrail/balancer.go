@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -91,5 +94,20 @@ func runBalancer(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	b.SetReloadSource(func() (balancer.Config, error) { return loadBalancerConfig(*configFile, overrides) })
+	// SIGHUP reloads the config instead of ending the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				_, _ = b.ReloadFromSource() // logged by the balancer
+			}
+		}
+	}()
 	return b.Run(ctx)
 }
