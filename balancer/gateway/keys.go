@@ -51,12 +51,24 @@ func LoadKeysFile(path string) ([]KeyConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth.keys_file: %w", err)
 	}
-	f, err := yamlconf.Decode(b, keysFile{})
+	keys, err := ParseKeysFile(b)
 	if err != nil {
-		return nil, fmt.Errorf("auth.keys_file %s: %w", path, err)
+		return nil, fmt.Errorf("auth.keys_file %s:\n%w", path, err)
 	}
-	if errs := validateKeys("keys", f.Keys); len(errs) > 0 {
-		return nil, fmt.Errorf("auth.keys_file %s: %w", path, errors.Join(errs...))
+	return keys, nil
+}
+
+// ParseKeysFile decodes and validates a keys file's content strictly:
+// unknown keys, wrong types and invalid entries are all reported, each
+// with its path in the file.
+func ParseKeysFile(b []byte) ([]KeyConfig, error) {
+	f, err := yamlconf.Decode(b, keysFile{})
+	errs := validateKeys("keys", f.Keys)
+	if err != nil {
+		errs = append([]error{err}, errs...)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return f.Keys, nil
 }
