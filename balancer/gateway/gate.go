@@ -78,6 +78,9 @@ type Identity struct {
 // the OpenAI shape when it has none or a wrong one), else its client IP.
 func (g *Gate) Authenticate(r *http.Request) (Identity, *openai.Error) {
 	if g.keys == nil {
+		if !g.def.On() {
+			return Identity{Label: KeylessLabel}, nil
+		}
 		ip, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {
 			ip = r.RemoteAddr
@@ -182,7 +185,9 @@ func (a *Admission) SetHeaders(h http.Header) {
 }
 
 // Charge takes n completion tokens from the client's token bucket, whatever
-// its level (it may go into debt, so the next request waits).
+// its level (it may go into debt, so the next request waits). With a shared
+// store the charge runs in the background (bounded by the store's timeout),
+// so the round trip does not delay the end of the client's response.
 func (a *Admission) Charge(ctx context.Context, n int64) {
 	if n <= 0 {
 		return
@@ -191,7 +196,13 @@ func (a *Admission) Charge(ctx context.Context, n int64) {
 	if !a.id.quota.Tokens.On() {
 		return
 	}
-	_, _ = a.g.lim.Take(context.WithoutCancel(ctx), a.id.bucket, a.id.quota, Op{Tokens: float64(n), Force: true})
+	op := Op{Tokens: float64(n), Force: true}
+	ctx = context.WithoutCancel(ctx)
+	if a.g.lim.Shared() {
+		go func() { _, _ = a.g.lim.Take(ctx, a.id.bucket, a.id.quota, op) }()
+		return
+	}
+	_, _ = a.g.lim.Take(ctx, a.id.bucket, a.id.quota, op)
 }
 
 // AdminAllowed reports whether r may call a mutating admin endpoint: always

@@ -20,8 +20,9 @@ const maxMeteredBody = 4 << 20
 type Meter struct {
 	w      http.ResponseWriter
 	a      *Admission
-	status int
-	sse    bool
+	status  int
+	sse     bool
+	passive bool // count nothing
 
 	line []byte // a stream's unfinished line
 	body []byte // a non-streamed body, up to maxMeteredBody
@@ -32,8 +33,11 @@ type Meter struct {
 	events   int64
 }
 
-// Meter returns a's meter over w.
-func (a *Admission) Meter(w http.ResponseWriter) *Meter { return &Meter{w: w, a: a} }
+// Meter returns a's meter over w. Without keys and limits there is nothing
+// to count for: the meter only passes the response on.
+func (a *Admission) Meter(w http.ResponseWriter) *Meter {
+	return &Meter{w: w, a: a, passive: !a.limited && a.id.Key == nil}
+}
 
 // Header implements http.ResponseWriter.
 func (m *Meter) Header() http.Header { return m.w.Header() }
@@ -60,7 +64,7 @@ func (m *Meter) Write(p []byte) (int, error) {
 	if m.status == 0 {
 		m.WriteHeader(http.StatusOK)
 	}
-	if m.status < 300 {
+	if m.status < 300 && !m.passive {
 		m.observe(p)
 	}
 	return m.w.Write(p)
@@ -145,7 +149,7 @@ func (m *Meter) event(line []byte) {
 // chunk); for a body without usage, its text length / 4 (or its whole size
 // / 4 when it was too large to keep). Error responses count 0.
 func (m *Meter) Completion() int64 {
-	if m.status >= 300 || m.status == 0 {
+	if m.status >= 300 || m.status == 0 || m.passive {
 		return 0
 	}
 	if m.sse {

@@ -10,7 +10,7 @@ import (
 // meterOf writes the response in parts through a fresh meter.
 func meterOf(status int, contentType string, parts ...string) (*Meter, *httptest.ResponseRecorder) {
 	rec := httptest.NewRecorder()
-	a := &Admission{g: &Gate{m: NewMetrics(nil)}}
+	a := &Admission{g: &Gate{m: NewMetrics(nil)}, limited: true}
 	m := a.Meter(rec)
 	m.Header().Set("Content-Type", contentType)
 	m.WriteHeader(status)
@@ -92,4 +92,13 @@ func FuzzMeter(f *testing.F) {
 			t.Fatalf("wrote %d bytes of %d", rec.Body.Len(), len(b))
 		}
 	})
+}
+
+func TestMeterIsPassiveWithoutKeysOrLimits(t *testing.T) {
+	rec := httptest.NewRecorder()
+	m := (&Admission{g: &Gate{m: NewMetrics(nil)}}).Meter(rec)
+	_, _ = m.Write([]byte(`{"usage":{"completion_tokens":7}}`))
+	if got := m.Completion(); got != 0 || len(m.body) != 0 {
+		t.Errorf("a passive meter counted %d and kept %d bytes", got, len(m.body))
+	}
 }
