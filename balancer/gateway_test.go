@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -329,4 +330,31 @@ func TestAdminIntrospectionAndReload(t *testing.T) {
 func sha256Hex(s string) string {
 	d := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(d[:])
+}
+
+// TestGatewayDocExample checks that the example config of docs/gateway.md
+// and its keys file are valid.
+func TestGatewayDocExample(t *testing.T) {
+	doc, err := os.ReadFile("../docs/gateway.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []string
+	for _, part := range strings.Split(string(doc), "```yaml\n")[1:] {
+		blocks = append(blocks, part[:strings.Index(part, "```")])
+	}
+	if len(blocks) < 2 {
+		t.Fatalf("docs/gateway.md has %d yaml blocks, want the config and its keys file", len(blocks))
+	}
+	cfg, err := DecodeConfig([]byte(blocks[0]), DefaultConfig())
+	if err != nil {
+		t.Fatalf("example config: %v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("example config invalid: %v", err)
+	}
+	keys, err := gateway.ParseKeysFile([]byte(blocks[1]))
+	if err != nil || len(keys) != 2 {
+		t.Errorf("example keys file: %v", err)
+	}
 }
