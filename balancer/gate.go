@@ -24,7 +24,6 @@ func (b *Balancer) authenticate(w http.ResponseWriter, r *http.Request, g *gatew
 		if w.Header().Get("WWW-Authenticate") == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="inferrail"`)
 		}
-		b.m.requests.WithLabelValues("unknown", "auth", outcomeRejected).Inc()
 		oerr.Write(w)
 		return r, false
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 )
 
@@ -63,6 +64,13 @@ type RateLimitConfig struct {
 	// Default applies to every key without limits of its own and, when keys
 	// are off, to each client IP.
 	Default Limits `yaml:"default"`
+	// ClientIPHeader names a header that carries the client's address when
+	// the balancer sits behind a proxy or load balancer (X-Forwarded-For,
+	// X-Real-IP): its last comma-separated address, the one the nearest
+	// proxy wrote, identifies a keyless client. "": the TCP peer address.
+	// Set it only when every request comes through such a proxy, or a
+	// client can pick its own bucket.
+	ClientIPHeader string `yaml:"client_ip_header"`
 	// Redis shares the buckets between balancers; Addr "" keeps them in
 	// memory.
 	Redis RedisConfig `yaml:"redis"`
@@ -127,6 +135,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.RateLimits.Default.validate("rate_limits.default")...)
+	if h := c.RateLimits.ClientIPHeader; h != "" && !validHeaderName(h) {
+		bad("rate_limits.client_ip_header must be a header name, got %q", h)
+	}
 	r := c.RateLimits.Redis
 	if r.Addr != "" {
 		if _, _, err := net.SplitHostPort(r.Addr); err != nil {
@@ -217,6 +228,17 @@ func (l Limits) validate(path string) []error {
 		bad("%s.token_burst needs tokens_per_minute > 0, got token_burst %d", path, l.TokenBurst)
 	}
 	return errs
+}
+
+// validHeaderName reports whether h is an HTTP field name (RFC 9110 token).
+func validHeaderName(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return h != ""
 }
 
 // parseDigest decodes a hex SHA-256 digest.

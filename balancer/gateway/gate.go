@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/inferrail/inferrail/internal/openai"
 )
@@ -14,12 +15,13 @@ import (
 // quota, CORS and the admin token, over a Limiter that outlives it. Safe
 // for concurrent use.
 type Gate struct {
-	keys  *Keyring // nil: keys off
-	admin Token
-	def   Quota
-	cors  *CORS
-	lim   *Limiter
-	m     *Metrics
+	keys     *Keyring // nil: keys off
+	admin    Token
+	def      Quota
+	ipHeader string // rate_limits.client_ip_header
+	cors     *CORS
+	lim      *Limiter
+	m        *Metrics
 }
 
 // New builds a gate from a validated config: it reads auth.keys_file and
@@ -28,7 +30,8 @@ func New(cfg Config, resolve Resolver, lim *Limiter, m *Metrics) (*Gate, error) 
 	if m == nil {
 		m = NewMetrics(nil)
 	}
-	g := &Gate{def: QuotaOf(cfg.RateLimits.Default), cors: NewCORS(cfg.CORS), lim: lim, m: m}
+	g := &Gate{def: QuotaOf(cfg.RateLimits.Default), cors: NewCORS(cfg.CORS), lim: lim, m: m,
+		ipHeader: cfg.RateLimits.ClientIPHeader}
 	var err error
 	if g.admin, err = NewToken(cfg.Auth.AdminToken, cfg.Auth.AdminTokenSHA256); err != nil {
 		return nil, fmt.Errorf("auth.admin_token_sha256 %w", err)
@@ -81,11 +84,7 @@ func (g *Gate) Authenticate(r *http.Request) (Identity, *openai.Error) {
 		if !g.def.On() {
 			return Identity{Label: KeylessLabel}, nil
 		}
-		ip, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			ip = r.RemoteAddr
-		}
-		return Identity{Label: KeylessLabel, bucket: "ip:" + ip, quota: g.def}, nil
+		return Identity{Label: KeylessLabel, bucket: "ip:" + g.clientIP(r), quota: g.def}, nil
 	}
 	secret, ok := Credential(r.Header)
 	if !ok {
@@ -98,6 +97,28 @@ func (g *Gate) Authenticate(r *http.Request) (Identity, *openai.Error) {
 		return Identity{}, unauthorized("Incorrect API key provided.")
 	}
 	return Identity{Key: k, Label: k.Name, bucket: "key:" + k.Name, quota: QuotaOf(k.Limits)}, nil
+}
+
+// clientIP returns the address that identifies a keyless client: the last
+// address of the client IP header when it is configured and present, else
+// the TCP peer's.
+func (g *Gate) clientIP(r *http.Request) string {
+	if g.ipHeader != "" {
+		if v := r.Header.Values(g.ipHeader); len(v) > 0 {
+			last := v[len(v)-1]
+			if i := strings.LastIndexByte(last, ','); i >= 0 {
+				last = last[i+1:]
+			}
+			if last = strings.TrimSpace(last); last != "" {
+				return last
+			}
+		}
+	}
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return ip
 }
 
 func unauthorized(msg string) *openai.Error {

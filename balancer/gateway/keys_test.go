@@ -195,3 +195,28 @@ func FuzzParseKeysFile(f *testing.F) {
 		}
 	})
 }
+
+func TestKeylessClientIP(t *testing.T) {
+	tests := []struct {
+		name, header, remote string
+		values               []string
+		want                 string
+	}{
+		{"peer address", "", "10.0.0.1:5555", []string{"1.2.3.4"}, "10.0.0.1"},
+		{"last forwarded address", "X-Forwarded-For", "10.0.0.1:5555", []string{"6.6.6.6, 1.2.3.4"}, "1.2.3.4"},
+		{"last header line", "X-Forwarded-For", "10.0.0.1:5555", []string{"6.6.6.6", "5.5.5.5"}, "5.5.5.5"},
+		{"header absent", "X-Real-Ip", "10.0.0.1:5555", nil, "10.0.0.1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &Gate{ipHeader: tc.header}
+			r := &http.Request{RemoteAddr: tc.remote, Header: http.Header{}}
+			for _, v := range tc.values {
+				r.Header.Add("X-Forwarded-For", v)
+			}
+			if got := g.clientIP(r); got != tc.want {
+				t.Errorf("clientIP = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

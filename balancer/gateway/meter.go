@@ -18,8 +18,8 @@ const maxMeteredBody = 4 << 20
 // (Completion). It also writes the rate-limit headers over whatever the
 // upstream sent. Not safe for concurrent use, like a ResponseWriter.
 type Meter struct {
-	w      http.ResponseWriter
-	a      *Admission
+	w       http.ResponseWriter
+	a       *Admission
 	status  int
 	sse     bool
 	passive bool // count nothing

@@ -22,7 +22,9 @@ func meterOf(status int, contentType string, parts ...string) (*Meter, *httptest
 
 func TestMeterCompletion(t *testing.T) {
 	const sse = "text/event-stream"
-	chunk := func(s string) string { return `data: {"choices":[{"index":0,"delta":{"content":"` + s + `"}}]}` + "\n\n" }
+	chunk := func(s string) string {
+		return `data: {"choices":[{"index":0,"delta":{"content":"` + s + `"}}]}` + "\n\n"
+	}
 	tests := []struct {
 		name        string
 		status      int

@@ -99,8 +99,5 @@ func (s *RedisStore) Take(ctx context.Context, key string, q Quota, op Op) (Resu
 	return Result{Allowed: ok == 1, Levels: Levels{Requests: req, Tokens: tok}}, nil
 }
 
-// Ping checks the connection.
-func (s *RedisStore) Ping(ctx context.Context) error { return s.c.Ping(ctx).Err() }
-
 // Close closes the connections.
 func (s *RedisStore) Close() error { return s.c.Close() }
