@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -356,5 +358,68 @@ func TestGatewayDocExample(t *testing.T) {
 	keys, err := gateway.ParseKeysFile([]byte(blocks[1]))
 	if err != nil || len(keys) != 2 {
 		t.Errorf("example keys file: %v", err)
+	}
+}
+
+// TestReloadWhileServing swaps replicas, keys and limits back and forth
+// while requests flow (run it with -race): every request succeeds.
+func TestReloadWhileServing(t *testing.T) {
+	a, c := newUpstream(t, okHandler), newUpstream(t, okHandler)
+	go func() { // drain the recorders
+		for {
+			select {
+			case <-a.hits:
+				<-a.bodies
+			case <-c.hits:
+				<-c.bodies
+			}
+		}
+	}()
+	cfgA := keysConfig(a.srv.URL)
+	cfgC := keysConfig(c.srv.URL)
+	cfgC.Replicas[0].Name = "r9"
+	cfgC.Gateway.RateLimits.Default = gateway.Limits{RequestsPerSecond: 1e6, TokensPerMinute: 1e12}
+	cfgC.Models[0].Routing.Policy = "round_robin"
+	b, srv := newTestBalancer(t, cfgA)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", strings.NewReader(chatBody))
+				req.Header.Set("Authorization", "Bearer sk-b")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					failed.Add(1)
+					t.Errorf("status %d: %s", resp.StatusCode, body)
+				}
+			}
+		})
+	}
+	for i := range 20 {
+		next := cfgA
+		if i%2 == 0 {
+			next = cfgC
+		}
+		if _, err := b.Reload(next); err != nil {
+			t.Fatalf("reload %d: %v", i, err)
+		}
+	}
+	close(done)
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d requests failed while reloading", n)
 	}
 }
