@@ -77,3 +77,25 @@ func TestCORS(t *testing.T) {
 		t.Error("CORS off answered a preflight")
 	}
 }
+
+func FuzzCORS(f *testing.F) {
+	f.Add("https://app.example", "POST", "authorization, content-type", "OPTIONS")
+	f.Add("null", "", ",,,", "GET")
+	f.Fuzz(func(t *testing.T, origin, reqMethod, reqHeaders, method string) {
+		for _, p := range []*CORS{
+			NewCORS(CORSConfig{AllowedOrigins: []string{"https://app.example"}, AllowedHeaders: []string{"Authorization"}}),
+			NewCORS(CORSConfig{AllowedOrigins: []string{"*"}, AllowedHeaders: []string{"*"}}),
+		} {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.Method = method
+			r.Header["Origin"] = []string{origin}
+			r.Header["Access-Control-Request-Method"] = []string{reqMethod}
+			r.Header["Access-Control-Request-Headers"] = []string{reqHeaders}
+			w := httptest.NewRecorder()
+			if p.Handle(w, r) && w.Code != 204 && w.Code != 403 {
+				t.Fatalf("answered a preflight with %d", w.Code)
+			}
+		}
+		_ = validOrigin(origin)
+	})
+}

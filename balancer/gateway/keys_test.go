@@ -220,3 +220,16 @@ func TestKeylessClientIP(t *testing.T) {
 		})
 	}
 }
+
+func FuzzCredential(f *testing.F) {
+	f.Add("Bearer sk-1", "", "")
+	f.Add("bearer  ", "k", "1.2.3.4, 5.6.7.8")
+	f.Fuzz(func(t *testing.T, auth, apiKey, forwarded string) {
+		h := http.Header{"Authorization": {auth}, "X-Api-Key": {apiKey}, "X-Forwarded-For": {forwarded}}
+		if s, ok := Credential(h); ok && (s == "" || strings.TrimSpace(s) != s) {
+			t.Fatalf("Credential = %q, true", s)
+		}
+		g := &Gate{ipHeader: "X-Forwarded-For"}
+		_ = g.clientIP(&http.Request{Header: h, RemoteAddr: "1.1.1.1:1"})
+	})
+}
