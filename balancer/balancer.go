@@ -10,10 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/inferrail/inferrail/balancer/fleet"
+	"github.com/inferrail/inferrail/balancer/gateway"
 	"github.com/inferrail/inferrail/balancer/proxy"
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/buildinfo"
@@ -37,12 +38,21 @@ type Balancer struct {
 	// name is the balancer's identity: its gossip node name, which its
 	// requests carry to sidecars (loadreport.Origin) and which seeds its
 	// policies' randomness apart from other balancers'.
-	name   string
-	fleet  *fleet.Fleet
-	proxy  *proxy.Proxy
-	pool   *tokenize.Pool
-	models *models
-	now    func() time.Time
+	name    string
+	seedMix uint64 // xxh3 of name
+	fleet   *fleet.Fleet
+	proxy   *proxy.Proxy
+	pool    *tokenize.Pool
+	now     func() time.Time
+	reg     prometheus.Registerer
+	gm      *gateway.Metrics
+
+	// live is the reloadable state (models, gateway); Reload swaps it.
+	live       atomic.Pointer[live]
+	reloadMu   sync.Mutex // serializes reloads; protects source
+	source     ReloadSource
+	reloads    *prometheus.CounterVec
+	lastReload prometheus.Gauge
 
 	scratch sync.Pool // *scratch
 
@@ -62,16 +72,19 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	b := &Balancer{cfg: cfg, log: log, m: newMetrics(reg), now: time.Now, ready: make(chan struct{})}
+	b := &Balancer{cfg: cfg, log: log, m: newMetrics(reg), now: time.Now, ready: make(chan struct{}), reg: reg,
+		gm: gateway.NewMetrics(reg)}
+	b.reloads, b.lastReload = newReloadMetrics(reg)
 	if g, ok := reg.(prometheus.Gatherer); ok {
 		b.gather = g
 	}
 	b.name = nodeName(cfg.Gossip)
-	var err error
-	if b.models, err = newModels(&b.cfg, reg, xxh3.HashString(b.name)); err != nil {
+	b.seedMix = xxh3.HashString(b.name)
+	l, err := b.buildLive(&b.cfg, nil)
+	if err != nil {
 		return nil, err
 	}
-	b.models.onForget = b.m.forgetModel
+	b.live.Store(l)
 	b.pool = tokenize.NewPool(tokenize.PoolConfig{
 		Workers: cfg.Tokenize.Workers, MaxWait: cfg.Tokenize.MaxWait,
 		MaxQueue: cfg.Tokenize.MaxQueue, MaxSize: cfg.Tokenize.MaxSize,
@@ -88,14 +101,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		}
 		src = b.node.Fleet()
 	}
-	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health, Origin: b.name}
-	for _, r := range cfg.Replicas {
-		u, _ := url.Parse(r.URL) // validated
-		fc.Static = append(fc.Static, fleet.Spec{
-			ID: r.Name, URL: u, H2C: r.H2C, Static: true, Models: r.Models, BlockSize: r.BlockSize,
-			MaxConcurrency: r.MaxConcurrency, MaxPending: r.MaxPending, CapacityBlocks: r.KVCapacityBlocks, Weight: r.Weight,
-		})
-	}
+	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health, Static: staticSpecs(&b.cfg), Origin: b.name}
 	if b.fleet, err = fleet.New(fc, src, prober{b.proxy}, log.With("component", "fleet"), reg); err != nil {
 		if b.node != nil {
 			_ = b.node.Shutdown()
@@ -155,7 +161,7 @@ func (b *Balancer) gossipConfig() (gossip.Config, error) {
 type prober struct{ p *proxy.Proxy }
 
 func (p prober) Probe(ctx context.Context, r *fleet.Replica, path string) error {
-	return p.p.Probe(ctx, proxy.Upstream{Base: r.URL, H2C: r.H2C}, path)
+	return p.p.Probe(ctx, r.Upstream(), path)
 }
 
 // Fleet returns the balancer's fleet.
@@ -235,6 +241,7 @@ func (b *Balancer) Run(ctx context.Context) error {
 		stopFleet()
 		_ = admin.Shutdown(sctx)
 		b.proxy.Close()
+		_ = b.cur().lim.Close()
 		if err != nil {
 			b.log.Warn("drain did not finish", "err", err)
 		}

@@ -206,7 +206,7 @@ func BenchmarkDecide(b *testing.B) {
 	}
 	prompt := strings.Repeat("You are a careful assistant; answer briefly and cite the document. ", 30)
 	body := []byte(fmt.Sprintf(`{"model":"m","messages":[{"role":"system","content":%q},{"role":"user","content":"hi"}],"max_tokens":1}`, prompt))
-	m := bal.models.lookup("m", bal.fleet.Snapshot())
+	m := bal.cur().models.lookup("m", bal.fleet.Snapshot())
 	sc := bal.getScratch()
 	pick := func(b *testing.B, ids []uint32, salt string) {
 		sc.hashes = m.hashes(sc.hashes[:0], ids, salt)

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/inferrail/inferrail/balancer/fleet"
+	"github.com/inferrail/inferrail/balancer/gateway"
 	"github.com/inferrail/inferrail/balancer/proxy"
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/gossip"
@@ -42,6 +44,8 @@ type Config struct {
 	Retry           RetryConfig           `yaml:"retry"`
 	Timeouts        TimeoutsConfig        `yaml:"timeouts"`
 	Tokenize        TokenizeConfig        `yaml:"tokenize"`
+	// Gateway holds the auth, rate_limits and cors sections.
+	Gateway gateway.Config `yaml:",inline"`
 }
 
 // ModelConfig is one model.
@@ -83,6 +87,17 @@ type ReplicaConfig struct {
 	BlockSize int `yaml:"block_size"`
 	// Weight scales its share (0: 1).
 	Weight float64 `yaml:"weight"`
+	// APIKey is sent upstream as "Authorization: Bearer APIKey" in place of
+	// the client's credentials (a hosted provider's key).
+	APIKey string `yaml:"api_key"`
+	// PathPrefix replaces the leading /v1 of request paths (e.g.
+	// /openai/v1 for a provider serving its API there; "": kept).
+	PathPrefix string `yaml:"path_prefix"`
+	// ProbePath overrides health.probe_path for this replica (e.g.
+	// /v1/models for a provider without /health).
+	ProbePath string `yaml:"probe_path"`
+	// Drain takes the replica out of routing while requests on it finish.
+	Drain bool `yaml:"drain"`
 }
 
 // GossipConfig configures the balancer's gossip membership.
@@ -167,6 +182,7 @@ func DefaultConfig() Config {
 			Upstream: proxy.DefaultConfig(),
 		},
 		Tokenize: TokenizeConfig{MaxWait: 25 * time.Millisecond, MaxSize: 8 << 20},
+		Gateway:  gateway.DefaultConfig(),
 	}
 }
 
@@ -285,6 +301,12 @@ func (c *Config) Validate() error {
 		if !(r.Weight >= 0) || r.Weight > 1e6 {
 			bad("%s.weight must be in [0, 1e6], got %v", p, r.Weight)
 		}
+		if r.PathPrefix != "" && (r.PathPrefix[0] != '/' || strings.ContainsAny(r.PathPrefix, "?#")) {
+			bad("%s.path_prefix must be a path starting with /, got %q", p, r.PathPrefix)
+		}
+		if r.ProbePath != "" && r.ProbePath[0] != '/' {
+			bad("%s.probe_path must be a path starting with /, got %q", p, r.ProbePath)
+		}
 	}
 	d := c.ReplicaDefaults
 	if d.MaxConcurrency < 0 || d.MaxPending < 0 || d.CapacityBlocks < 0 {
@@ -329,6 +351,7 @@ func (c *Config) Validate() error {
 		bad("timeouts.route must be > 0, got %v", c.Timeouts.Route)
 	}
 	errs = append(errs, prefixed("", c.Timeouts.Upstream.Validate("timeouts.upstream"))...)
+	errs = append(errs, prefixed("", c.Gateway.Validate())...)
 	t := c.Tokenize
 	if t.Workers < 0 || t.MaxWait < 0 || t.MaxQueue < 0 || t.MaxSize < 0 {
 		bad("tokenize fields must not be negative, got %+v", t)
@@ -371,6 +394,11 @@ func (c *Config) Preflight() error {
 	if c.Gossip.Enabled && c.Gossip.KeyFile != "" {
 		if _, err := gossip.LoadKeyFile(c.Gossip.KeyFile); err != nil {
 			errs = append(errs, fmt.Errorf("gossip.key_file: %w", err))
+		}
+	}
+	if f := c.Gateway.Auth.KeysFile; f != "" {
+		if _, err := gateway.LoadKeysFile(f); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

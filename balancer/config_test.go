@@ -114,6 +114,25 @@ func TestBadConfigsReportEveryProblem(t *testing.T) {
 			"timeouts.route must be > 0, got 0s",
 			"gossip.resync_after must be >= 0 (0: the default), got -1s",
 		}},
+		{"bad-gateway.yaml", []string{
+			`replicas[0].path_prefix must be a path starting with /, got "openai/v1"`,
+			`replicas[0].probe_path must be a path starting with /, got "health"`,
+			"auth.keys[0].key and auth.keys[0].sha256 are both set",
+			`auth.keys[1].name "a" is not unique`,
+			`auth.keys[1].sha256 must be 64 hex digits (a SHA-256 digest), got "nothex"`,
+			"auth.keys[2].name must not be empty",
+			"auth.keys[2] needs key or sha256",
+			"auth.keys[2].models[0] must not be empty",
+			"auth.keys[2].limits.burst needs requests_per_second > 0",
+			"auth.admin_token and auth.admin_token_sha256 are both set",
+			`rate_limits.client_ip_header must be a header name, got "X Forwarded"`,
+			"rate_limits.default.requests_per_second must be in [0, 1e9], got -1",
+			"rate_limits.default.tokens_per_minute must be in [0, 1e15], got -10",
+			`rate_limits.redis.addr must be host:port, got "redis"`,
+			"rate_limits.redis.timeout must be > 0, got 0s",
+			`cors.allowed_origins[1] must be "*" or scheme://host[:port], got "not an origin"`,
+			"cors.max_age must be >= 0, got -1s",
+		}},
 		{"bad-types.yaml", []string{
 			"line 1: cannot unmarshal !!str `lots`",
 			"line 3: cannot unmarshal !!str `soon`",
@@ -170,6 +189,7 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Models, cfg.Replicas, cfg.Gossip.Join = nil, nil, nil
+	cfg.Gateway.Auth.Keys, cfg.Gateway.CORS.AllowedOrigins = nil, nil
 	if diff := cmp.Diff(DefaultConfig(), cfg); diff != "" {
 		t.Errorf("example differs from the defaults (-want +got):\n%s", diff)
 	}

@@ -110,7 +110,15 @@ func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
 			b.m.promptTokens.WithLabelValues(m.cfg.Name).Observe(float64(len(p.ids)))
 		}
 	}
-	b.attempts(w, r, &rq, sc)
+	adm, oerr := b.admit(w, r, m, rq.tokens, body)
+	if oerr != nil {
+		rq.outcome = outcomeRejected
+		oerr.Write(w)
+		return
+	}
+	mw := adm.Meter(w) // rate-limit headers; completion tokens counted (gate.go)
+	defer func() { adm.Charge(r.Context(), mw.Completion()) }()
+	b.attempts(mw, r, &rq, sc)
 }
 
 // attempts picks a replica and proxies the request, moving it to another
@@ -253,7 +261,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	// Once the replica's sidecar says the engine runs the request (102),
 	// neither the replica going down (a drain) nor the route deadline
 	// cancels it: accepted work is finished where it is.
-	resp, err = b.proxy.Send(actx, proxy.Upstream{Base: rep.URL, H2C: rep.H2C}, r, rq.body, hdr, g.Arrived)
+	resp, err = b.proxy.Send(actx, rep.Upstream(), r, rq.body, hdr, g.Arrived)
 	g.Arrived()
 	stopDown()
 	timer.Stop()

@@ -48,10 +48,19 @@ func (k kind) String() string {
 func (b *Balancer) Handler() http.Handler { return http.HandlerFunc(b.serveClient) }
 
 func (b *Balancer) serveClient(w http.ResponseWriter, r *http.Request) {
+	g := b.cur().gate
+	w.Header().Set(HeaderRequestID, requestID(r))
+	if g.CORS().Handle(w, r) {
+		return
+	}
 	post := func(k kind) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			openai.MethodNotAllowed().Write(w)
+			return
+		}
+		r, ok := b.authenticate(w, r, g)
+		if !ok {
 			return
 		}
 		b.forward(w, r, k)
@@ -64,7 +73,6 @@ func (b *Balancer) serveClient(w http.ResponseWriter, r *http.Request) {
 		}
 		h(w, r)
 	}
-	w.Header().Set(HeaderRequestID, requestID(r))
 	switch r.URL.Path {
 	case "/v1/chat/completions":
 		post(kindChat)
@@ -73,7 +81,11 @@ func (b *Balancer) serveClient(w http.ResponseWriter, r *http.Request) {
 	case "/v1/embeddings":
 		post(kindEmbeddings)
 	case "/v1/models":
-		get(b.serveModels)
+		get(func(w http.ResponseWriter, r *http.Request) {
+			if r, ok := b.authenticate(w, r, g); ok {
+				b.serveModels(w, r)
+			}
+		})
 	case "/health":
 		get(b.serveHealth)
 	default:
@@ -82,14 +94,16 @@ func (b *Balancer) serveClient(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveModels lists every model a replica serves or the config names, with
-// the aliases, in vLLM's shape.
+// the aliases, in vLLM's shape; with keys on, only those the key may use.
 func (b *Balancer) serveModels(w http.ResponseWriter, r *http.Request) {
 	snap := b.fleet.Snapshot()
+	cfg := b.cur().cfg
+	who, _ := identityOf(r)
 	seen := map[string]bool{}
 	list := openai.ModelList{Object: "list", Data: []openai.ModelCard{}}
 	created := b.now().Unix()
 	add := func(id, root string) {
-		if seen[id] {
+		if seen[id] || !who.AllowsModel(root) {
 			return
 		}
 		seen[id] = true
@@ -97,7 +111,7 @@ func (b *Balancer) serveModels(w http.ResponseWriter, r *http.Request) {
 		list.Data = append(list.Data, openai.ModelCard{ID: id, Object: "model", Created: created, OwnedBy: "inferrail",
 			Root: &rt, Permission: []openai.ModelPermission{openai.NewModelPermission("modelperm-"+id, created)}})
 	}
-	for _, mc := range b.cfg.Models {
+	for _, mc := range cfg.Models {
 		if snap.Models[mc.Name] == nil {
 			continue
 		}
@@ -124,9 +138,11 @@ func (b *Balancer) serveHealth(w http.ResponseWriter, r *http.Request) {
 	openai.Unavailable("no healthy replica").Write(w)
 }
 
-// AdminHandler serves /metrics, /healthz and /v1/gossip/*.
+// AdminHandler serves /metrics, /healthz, /v1/gossip/*, the introspection
+// endpoints (GET /v1/replicas, /v1/config, /docs) and POST /admin/reload.
 func (b *Balancer) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
+	b.adminRoutes(mux)
 	g := b.gather
 	if g == nil {
 		g = prometheus.NewRegistry()
@@ -139,7 +155,12 @@ func (b *Balancer) AdminHandler() http.Handler {
 	if b.node != nil {
 		mux.Handle("/v1/gossip/", b.node.Handler())
 	}
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b.cur().gate.CORS().Handle(w, r) {
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // requestID returns the client's x-request-id when it is short and

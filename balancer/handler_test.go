@@ -281,13 +281,18 @@ func TestRunServesAdminApartFromClients(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	// The request's outcome is counted when its handler returns, which can
-	// be just after the client has read the whole response.
+	// The request counter is incremented as the handler returns, just
+	// after the client has read the whole response: wait for it.
+	var code int
+	var metrics string
 	waitFor(t, func() bool {
-		code, metrics := get("http://" + admin + "/metrics")
-		return code == 200 && strings.Contains(metrics, `inferrail_balancer_requests_total{model="m",outcome="ok",route="completions"} 1`) &&
-			strings.Contains(metrics, `inferrail_balancer_replica_state{replica="r0",state="healthy"} 1`)
+		code, metrics = get("http://" + admin + "/metrics")
+		return code != 200 || strings.Contains(metrics, `inferrail_balancer_requests_total{model="m",outcome="ok",route="completions"} 1`)
 	})
+	if code != 200 || !strings.Contains(metrics, `inferrail_balancer_requests_total{model="m",outcome="ok",route="completions"} 1`) ||
+		!strings.Contains(metrics, `inferrail_balancer_replica_state{replica="r0",state="healthy"} 1`) {
+		t.Errorf("admin /metrics: %d\n%s", code, metrics)
+	}
 	if code, _ := get("http://" + admin + "/healthz"); code != 200 {
 		t.Errorf("admin /healthz: %d", code)
 	}

@@ -15,7 +15,24 @@ const (
 	outcomeUnreachable = "unreachable" // 502/504: every attempt failed before a first byte
 	outcomeClientGone  = "client_gone" // the client went away
 	outcomeBroken      = "broken"      // the stream broke after its first byte
+	outcomeRejected    = "rejected"    // refused by the gateway: 401, 403, 429, or 503 with Redis down
 )
+
+// newReloadMetrics returns the config reload metrics.
+func newReloadMetrics(reg prometheus.Registerer) (*prometheus.CounterVec, prometheus.Gauge) {
+	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "inferrail_balancer_config_reloads_total",
+		Help: "Config reloads (SIGHUP, POST /admin/reload) by result: ok, error (the running config stayed).",
+	}, []string{"result"})
+	last := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "inferrail_balancer_config_last_reload_success_timestamp_seconds",
+		Help: "Unix time of the last successful config reload (0: none since start).",
+	})
+	if reg != nil {
+		reg.MustRegister(reloads, last)
+	}
+	return reloads, last
+}
 
 // metrics are the balancer's request-path metrics.
 type metrics struct {

@@ -6,6 +6,7 @@ import (
 	"encoding/json/v2"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,14 +46,25 @@ type models struct {
 	onForget func(name string)
 }
 
-// newModels builds the configured models. seedMix is mixed into every
+// newModelsReusing builds the models of cfg. A model of old (nil: none)
+// whose config is the same but for its aliases keeps its policy (and its
+// state: overlay, counters) and tokenizer. seedMix is mixed into every
 // policy's seed, so balancers with one config draw apart (anti-herding).
-func newModels(cfg *Config, reg prometheus.Registerer, seedMix uint64) (*models, error) {
+func newModelsReusing(cfg *Config, reg prometheus.Registerer, old *models, seedMix uint64) (*models, error) {
 	ms := &models{cfg: cfg, byKey: map[string]*model{}, auto: map[string]*model{}, seedMix: seedMix}
 	for i := range cfg.Models {
 		mc := cfg.Models[i]
 		mc.Routing = cfg.routeConfig(&mc)
 		mc.Routing.Seed ^= seedMix
+		if prev := old.configured(mc.Name); prev != nil && sameModel(prev.cfg, mc) {
+			m := &model{cfg: mc, policy: prev.policy, tok: prev.tok}
+			ms.tokenizes = ms.tokenizes || m.tok != nil
+			ms.byKey[mc.Name] = m
+			for _, a := range mc.Aliases {
+				ms.byKey[a] = m
+			}
+			continue
+		}
 		pol, err := route.New(mc.Routing)
 		if err != nil {
 			return nil, fmt.Errorf("model %s: %w", mc.Name, err)
@@ -61,7 +73,7 @@ func newModels(cfg *Config, reg prometheus.Registerer, seedMix uint64) (*models,
 		if mc.Tokenizer != "" {
 			var treg prometheus.Registerer
 			if reg != nil {
-				treg = prometheus.WrapRegistererWith(prometheus.Labels{"served_model": mc.Name}, reg)
+				treg = swapRegisterer{prometheus.WrapRegistererWith(prometheus.Labels{"served_model": mc.Name}, reg)}
 			}
 			tok, err := tokenize.Load(mc.Tokenizer, tokenize.Options{ChatTemplate: mc.ChatTemplate, Registerer: treg})
 			if err != nil {
@@ -82,6 +94,24 @@ func newModels(cfg *Config, reg prometheus.Registerer, seedMix uint64) (*models,
 // serves any more are forgotten (with their policies, overlays and metric
 // series; onForget is told).
 const maxAutoModels = 64
+
+// configured returns the configured model named name (not an alias), or
+// nil; ms may be nil.
+func (ms *models) configured(name string) *model {
+	if ms == nil {
+		return nil
+	}
+	if m := ms.byKey[name]; m != nil && m.cfg.Name == name {
+		return m
+	}
+	return nil
+}
+
+// sameModel reports whether a and b differ at most in their aliases.
+func sameModel(a, b ModelConfig) bool {
+	a.Aliases, b.Aliases = nil, nil
+	return reflect.DeepEqual(a, b)
+}
 
 // lookup returns the model a request names: a configured model or alias,
 // or (when some replica of snap serves it) an automatic one. An automatic

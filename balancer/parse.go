@@ -35,7 +35,7 @@ type parsed struct {
 // with the light parseFields and the request is routed without a
 // prediction. Embeddings and fleets without tokenizers use parseFields only.
 func (b *Balancer) parse(ctx context.Context, k kind, body []byte, snap *fleet.Snapshot) (parsed, *openai.Error) {
-	if k == kindEmbeddings || !b.models.tokenizes {
+	if k == kindEmbeddings || !b.cur().models.tokenizes {
 		return b.resolve(k, body, snap, nil, false)
 	}
 	var p parsed
@@ -73,7 +73,7 @@ func (b *Balancer) resolve(k kind, body []byte, snap *fleet.Snapshot, dec *token
 	} else if name = b.soleModel(snap); name == "" {
 		return parsed{}, openai.BadRequest("model", "model is required")
 	}
-	m := b.models.lookup(name, snap)
+	m := b.cur().models.lookup(name, snap)
 	if m == nil {
 		return parsed{}, openai.ModelNotFound(name)
 	}
@@ -118,10 +118,11 @@ func fieldsOf(dec *tokenize.Body, body []byte) (requestFields, error) {
 
 // soleModel returns the only model there is, or "".
 func (b *Balancer) soleModel(snap *fleet.Snapshot) string {
-	if len(b.cfg.Models) == 1 {
-		return b.cfg.Models[0].Name
+	cfg := b.cur().cfg
+	if len(cfg.Models) == 1 {
+		return cfg.Models[0].Name
 	}
-	if len(b.cfg.Models) == 0 && len(snap.ModelNames) == 1 {
+	if len(cfg.Models) == 0 && len(snap.ModelNames) == 1 {
 		return snap.ModelNames[0]
 	}
 	return ""

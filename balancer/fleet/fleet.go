@@ -207,7 +207,7 @@ func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
 	for _, e := range specs {
 		r := f.replicas[e.spec.ID]
 		if r == nil || !r.Spec.equal(&e.spec) {
-			if r != nil {
+			if r != nil && !r.Static {
 				r.markDown()
 			}
 			r = newReplica(e.spec)
@@ -230,8 +230,11 @@ func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
 	}
 	for id, r := range f.replicas {
 		if next[id] != r {
-			r.markDown()
+			// A gossip replica that left is gone: requests waiting for its
+			// first byte move on. A static replica removed or changed by a
+			// reload is drained: requests sent to it finish there.
 			if !r.Static {
+				r.markDown()
 				f.log.Info("replica left", "replica", id)
 			}
 		}
@@ -244,6 +247,29 @@ func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
 		set.build()
 	}
 	f.snap.Store(snap)
+}
+
+// SetStatic replaces the static replicas (a config reload) and publishes
+// the new snapshot at once. A replica whose spec is unchanged keeps its
+// counters and health; a changed or removed one takes no new requests, and
+// the requests already sent to it finish there (it is drained, not marked
+// down: the operator removed it from the config, it did not fail).
+func (f *Fleet) SetStatic(static []Spec) error {
+	ids := map[string]bool{}
+	for _, s := range static {
+		if s.ID == "" || s.URL == nil {
+			return errors.New("fleet: a static replica needs an ID and a URL")
+		}
+		if ids[s.ID] {
+			return fmt.Errorf("fleet: duplicate replica %q", s.ID)
+		}
+		ids[s.ID] = true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cfg.Static = slices.Clone(static)
+	f.rebuildLocked(f.lastSrc)
+	return nil
 }
 
 func (f *Fleet) staticID(id string) (Spec, bool) {

@@ -248,7 +248,11 @@ func (f *Fleet) probeAll(ctx context.Context) {
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, cfg.ProbeTimeout)
 			defer cancel()
-			err := f.prober.Probe(pctx, r, cfg.ProbePath)
+			probePath := cfg.ProbePath
+			if r.ProbePath != "" {
+				probePath = r.ProbePath
+			}
+			err := f.prober.Probe(pctx, r, probePath)
 			if ctx.Err() != nil {
 				return
 			}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/inferrail/inferrail/balancer/proxy"
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/gossip"
 )
@@ -43,17 +44,32 @@ type Spec struct {
 	// Adapters is how many of the last Models are LoRA adapters of the
 	// first, the base model (gossip.Meta.Adapters).
 	Adapters int
+	// APIKey is sent upstream in place of the client's credentials ("":
+	// the client's request headers go as they came).
+	APIKey string
+	// PathPrefix replaces the leading /v1 of request paths ("": kept).
+	PathPrefix string
+	// ProbePath overrides the health probe path ("": health.probe_path).
+	ProbePath string
+	// Draining takes the replica out of routing: requests already on it
+	// finish, new ones go elsewhere.
+	Draining bool
+}
+
+// Upstream returns where the proxy sends the replica's attempts.
+func (s *Spec) Upstream() proxy.Upstream {
+	return proxy.Upstream{Base: s.URL, H2C: s.H2C, APIKey: s.APIKey, PathPrefix: s.PathPrefix}
 }
 
 // LoRABase returns the base model of name when name is one of the
 // replica's LoRA adapters.
-func (a *Spec) LoRABase(name string) (base string, ok bool) {
-	if a.Adapters <= 0 || a.Adapters >= len(a.Models) {
+func (s *Spec) LoRABase(name string) (base string, ok bool) {
+	if s.Adapters <= 0 || s.Adapters >= len(s.Models) {
 		return "", false
 	}
-	for _, m := range a.Models[len(a.Models)-a.Adapters:] {
+	for _, m := range s.Models[len(s.Models)-s.Adapters:] {
 		if m == name {
-			return a.Models[0], true
+			return s.Models[0], true
 		}
 	}
 	return "", false
@@ -63,7 +79,8 @@ func (a *Spec) LoRABase(name string) (base string, ok bool) {
 func (a *Spec) equal(b *Spec) bool {
 	if a.ID != b.ID || a.URL.String() != b.URL.String() || a.H2C != b.H2C || a.Static != b.Static ||
 		a.BlockSize != b.BlockSize || a.MaxConcurrency != b.MaxConcurrency || a.MaxPending != b.MaxPending ||
-		a.CapacityBlocks != b.CapacityBlocks || a.Weight != b.Weight || a.Adapters != b.Adapters || len(a.Models) != len(b.Models) {
+		a.CapacityBlocks != b.CapacityBlocks || a.Weight != b.Weight || a.Adapters != b.Adapters || len(a.Models) != len(b.Models) ||
+		a.APIKey != b.APIKey || a.PathPrefix != b.PathPrefix || a.Draining != b.Draining || a.ProbePath != b.ProbePath {
 		return false
 	}
 	for i := range a.Models {
@@ -164,9 +181,13 @@ func incBelow(v *atomic.Int64, limit int) bool {
 // Member returns the replica's gossip member (nil for a static replica).
 func (r *Replica) Member() *gossip.Member { return r.member.Load() }
 
-// Healthy reports whether the replica takes traffic at now: its probes pass,
-// it is not ejected, and (for a gossip replica) its member is alive.
+// Healthy reports whether the replica takes traffic at now: it is not
+// draining, its probes pass, it is not ejected, and (for a gossip replica)
+// its member is alive.
 func (r *Replica) Healthy(now time.Time) bool {
+	if r.Draining {
+		return false
+	}
 	if m := r.member.Load(); m != nil && m.Status != gossip.StatusAlive {
 		return false
 	}
@@ -182,14 +203,17 @@ const (
 	StateEjected   State = "ejected"
 	StateUnhealthy State = "unhealthy" // failing active probes
 	StateGone      State = "gone"      // gossip member not alive
+	StateDraining  State = "draining"  // configured out of routing
 )
 
 // States lists every State, for metric labels.
-var States = []State{StateHealthy, StateEjected, StateUnhealthy, StateGone}
+var States = []State{StateHealthy, StateEjected, StateUnhealthy, StateGone, StateDraining}
 
 // State returns the replica's state at now.
 func (r *Replica) State(now time.Time) State {
 	switch m := r.member.Load(); {
+	case r.Draining:
+		return StateDraining
 	case m != nil && m.Status != gossip.StatusAlive:
 		return StateGone
 	case r.health.ejected(now):

@@ -23,6 +23,23 @@ type Upstream struct {
 	Base *url.URL
 	// H2C selects HTTP/2 with prior knowledge instead of HTTP/1.1.
 	H2C bool
+	// APIKey, when set, is sent as "Authorization: Bearer APIKey" in place
+	// of the client's credentials (a hosted provider's key).
+	APIKey string
+	// PathPrefix, when set, replaces the leading /v1 of the request path
+	// (a provider serving its OpenAI API under another root, e.g.
+	// /openai/v1); a path outside /v1 keeps its path.
+	PathPrefix string
+}
+
+// path returns the upstream path of a client path p.
+func (up Upstream) path(p string) string {
+	if up.PathPrefix != "" {
+		if rest, ok := strings.CutPrefix(p, "/v1"); ok && (rest == "" || rest[0] == '/') {
+			p = strings.TrimSuffix(up.PathPrefix, "/") + rest
+		}
+	}
+	return joinPath(up.Base.Path, p)
 }
 
 // Proxy sends attempts and streams responses. It is safe for concurrent use.
@@ -67,7 +84,8 @@ var ErrFirstByteTimeout = errors.New("no response headers within the first-byte 
 // first-byte timeout no longer applies: the work is accepted and under way.
 func (p *Proxy) Send(ctx context.Context, up Upstream, in *http.Request, body []byte, header http.Header, accepted func()) (*http.Response, error) {
 	u := *up.Base
-	u.Path = joinPath(up.Base.Path, in.URL.Path)
+	u.User = nil // credentials in a replica URL are never sent as basic auth
+	u.Path = up.path(in.URL.Path)
 	u.RawPath = ""
 	u.RawQuery = in.URL.RawQuery
 	out, err := http.NewRequestWithContext(ctx, in.Method, u.String(), nil)
@@ -77,6 +95,10 @@ func (p *Proxy) Send(ctx context.Context, up Upstream, in *http.Request, body []
 	out.Header = cloneForward(in.Header)
 	for k, v := range header {
 		out.Header[k] = v
+	}
+	if up.APIKey != "" {
+		out.Header.Del("X-Api-Key")
+		out.Header.Set("Authorization", "Bearer "+up.APIKey)
 	}
 	if fwd := clientIP(in.RemoteAddr); fwd != "" {
 		if prior := out.Header.Get("X-Forwarded-For"); prior != "" {
@@ -270,10 +292,14 @@ var ErrClientGone = errors.New("client gone")
 // Probe sends GET path to up and returns nil if it answered 200.
 func (p *Proxy) Probe(ctx context.Context, up Upstream, path string) error {
 	u := *up.Base
+	u.User = nil
 	u.Path = joinPath(up.Base.Path, path)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return fmt.Errorf("probe %s: %w", u.Redacted(), err)
+	}
+	if up.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+up.APIKey)
 	}
 	resp, err := p.transport(up).RoundTrip(req)
 	if err != nil {

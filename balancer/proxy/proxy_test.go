@@ -342,3 +342,26 @@ func TestProcessingReachesAccepted(t *testing.T) {
 		})
 	}
 }
+
+func TestUpstreamPath(t *testing.T) {
+	tests := []struct {
+		name, base, prefix, in, want string
+	}{
+		{"plain", "http://h", "", "/v1/chat/completions", "/v1/chat/completions"},
+		{"base path prefixes", "http://h/openai", "", "/v1/models", "/openai/v1/models"},
+		{"path_prefix replaces /v1", "http://h", "/openai/v1", "/v1/chat/completions", "/openai/v1/chat/completions"},
+		{"gemini root", "http://h", "/v1beta/openai/", "/v1/chat/completions", "/v1beta/openai/chat/completions"},
+		{"exactly /v1", "http://h", "/x", "/v1", "/x"},
+		{"/v10 is not /v1", "http://h", "/x", "/v10/a", "/v10/a"},
+		{"outside /v1 kept", "http://h", "/x", "/health", "/health"},
+		{"both", "http://h/base", "/openai/v1", "/v1/models", "/base/openai/v1/models"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u, _ := url.Parse(tc.base)
+			if got := (Upstream{Base: u, PathPrefix: tc.prefix}).path(tc.in); got != tc.want {
+				t.Errorf("path(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}

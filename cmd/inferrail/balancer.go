@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -63,6 +66,11 @@ func loadBalancerConfig(path string, overrides []func(*balancer.Config)) (balanc
 }
 
 func runBalancer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// SIGHUP reloads the config instead of ending the process; caught from
+	// the start so one sent while the balancer loads is kept for it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	fs := newFlagSet("balancer", "[--config FILE] [flags]", stderr)
 	configFile := fs.String("config", "", "YAML config file (see deploy/inferrail.example.yaml); flags override its values")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -91,5 +99,16 @@ func runBalancer(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	b.SetReloadSource(func() (balancer.Config, error) { return loadBalancerConfig(*configFile, overrides) })
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				_, _ = b.ReloadFromSource() // logged by the balancer
+			}
+		}
+	}()
 	return b.Run(ctx)
 }

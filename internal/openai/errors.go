@@ -15,6 +15,11 @@ const (
 	TypeUnprocessableEntity = "UnprocessableEntityError"
 	TypeInternalServer      = "InternalServerError"
 	TypeNotImplemented      = "NotImplementedError"
+	// The gateway's 401, 403 and 429, named like the OpenAI SDKs' error
+	// classes for those statuses, as vLLM names its types.
+	TypeAuthentication   = "AuthenticationError"
+	TypePermissionDenied = "PermissionDeniedError"
+	TypeRateLimit        = "RateLimitError"
 )
 
 // ErrorInfo is the body of vLLM's error response (since v0.10.1).

@@ -148,7 +148,7 @@ func TestLoadAccounting(t *testing.T) {
 		})
 		select {
 		case r := <-done:
-			t.Fatalf("the response came before the check: %+v", r)
+			t.Fatalf("the response came before the check: %d %v", r.status, r.err)
 		default:
 		}
 		if r := <-done; r.err != nil {
