@@ -68,15 +68,16 @@ type request struct {
 	tokens  int // prompt tokens (0: not tokenized)
 	hashes  []kvblock.Hash
 	outcome string
+	mode    string // modeProxy or modeEPP
 }
 
 // forward handles a proxied route: read, resolve, tokenize, then attempts.
 func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
-	rq := request{start: b.now(), id: w.Header().Get(HeaderRequestID), kind: k}
+	rq := request{start: b.now(), id: w.Header().Get(HeaderRequestID), kind: k, mode: modeProxy}
 	b.m.inFlight.Inc()
 	defer b.m.inFlight.Dec()
 	modelLabel := "unknown"
-	defer func() { b.m.requests.WithLabelValues(modelLabel, k.String(), rq.outcome).Inc() }()
+	defer func() { b.m.requests.WithLabelValues(modelLabel, k.String(), rq.outcome, rq.mode).Inc() }()
 	reject := func(e *openai.Error) {
 		rq.outcome = outcomeBadRequest
 		e.Write(w)
@@ -140,7 +141,7 @@ func (b *Balancer) decide(rq *request, set *fleet.ModelSet, now time.Time, prep 
 	req := route.Request{Model: m.cfg.Name, Hashes: rq.hashes, BlockSize: m.cfg.BlockSize,
 		PromptTokens: rq.tokens, Now: now, Exclude: sc.exclude, Prompt: prep}
 	idx, d, err := m.policy.Pick(&req, sc.cands, sc.rs)
-	b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name()).Observe(time.Since(t0).Seconds())
+	b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name(), rq.mode).Observe(time.Since(t0).Seconds())
 	return idx, d, err
 }
 

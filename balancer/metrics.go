@@ -15,6 +15,13 @@ const (
 	outcomeUnreachable = "unreachable" // 502/504: every attempt failed before a first byte
 	outcomeClientGone  = "client_gone" // the client went away
 	outcomeBroken      = "broken"      // the stream broke after its first byte
+	outcomeShed        = "shed"        // EPP 429: every replica at its caps
+)
+
+// Modes, the values of the mode label: the request path that decided.
+const (
+	modeProxy = "proxy" // the balancer proxied the request
+	modeEPP   = "epp"   // a gateway asked over ext_proc (docs/epp.md)
 )
 
 // metrics are the balancer's request-path metrics.
@@ -36,8 +43,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inferrail_balancer_requests_total",
-			Help: "Client requests by model, route and outcome.",
-		}, []string{"model", "route", "outcome"}),
+			Help: "Client requests by model, route, outcome and mode (proxy, or epp for a gateway's ext_proc stream).",
+		}, []string{"model", "route", "outcome", "mode"}),
 		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "inferrail_balancer_ttft_seconds",
 			Help:    "Time from a request's arrival to the first response byte from its replica.",
@@ -45,9 +52,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"model"}),
 		decision: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "inferrail_balancer_route_decision_seconds",
-			Help:    "Time to pick a replica (candidates and policy), per attempt.",
+			Help:    "Time to pick a replica (candidates and policy), per attempt, by mode (proxy or epp).",
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 16),
-		}, []string{"model", "policy"}),
+		}, []string{"model", "policy", "mode"}),
 		reasons: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inferrail_balancer_route_decisions_total",
 			Help: "Routing decisions by model and the policy's reason.",
