@@ -34,7 +34,7 @@ func (b *Balancer) newEPPServer(ctx context.Context) (*eppServer, error) {
 		&eppPicker{b: b}, b.log.With("component", "epp"))
 	// A buffered body arrives in one message: allow it past the default
 	// 4 MiB, up to the body cap plus room for the headers.
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(int(min(b.cfg.MaxBodyBytes, 1<<30))+1<<20))
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(int(min(b.cfg.MaxBodyBytes, 1<<30)) + 1<<20))
 	svc.Register(g)
 	return &eppServer{grpc: g, svc: svc, ln: ln}, nil
 }

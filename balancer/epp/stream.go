@@ -94,7 +94,9 @@ func (st *stream) handle(msg *extprocv3.ProcessingRequest) error {
 	return nil // a message without a request part (flow control): nothing to answer
 }
 
-func (st *stream) streamed() bool { return st.mode == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED }
+func (st *stream) streamed() bool {
+	return st.mode == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
+}
 
 func (st *stream) requestHeaders(h *extprocv3.HttpHeaders) error {
 	if st.haveHeader {
