@@ -71,7 +71,7 @@ func (st *stream) handle(msg *extprocv3.ProcessingRequest) error {
 	if pc := msg.GetProtocolConfig(); pc != nil {
 		st.mode, st.respMode = pc.GetRequestBodyMode(), pc.GetResponseBodyMode()
 	}
-	st.observe = msg.GetObservabilityMode()
+	st.observe = st.observe || msg.GetObservabilityMode()
 	if sub, ok := subsetOf(msg.GetMetadataContext()); ok && !st.picked {
 		st.req.Subset = sub
 	}
@@ -248,7 +248,7 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders, served string) error
 			code, _ = strconv.Atoi(v)
 		}
 	}
-	if st.lease != nil {
+	if st.lease != nil && !st.done {
 		st.lease.Served(served, code)
 		noBody := st.respMode == extprocfilterv3.ProcessingMode_NONE
 		if noBody || h.GetEndOfStream() {
