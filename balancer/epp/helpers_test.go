@@ -84,7 +84,6 @@ func (l *fakeLease) Served(endpoint string, status int) {
 func (l *fakeLease) FirstByte() { l.calls = append(l.calls, "first_byte") }
 func (l *fakeLease) Done()      { l.calls = append(l.calls, "done") }
 
-
 // run serves one stream of msgs and returns what the server sent.
 func run(t *testing.T, p Picker, msgs ...*extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {
 	t.Helper()
@@ -154,4 +153,6 @@ func destination(r *extprocv3.ProcessingResponse) string {
 	return r.GetDynamicMetadata().GetFields()[MetadataNamespace].GetStructValue().GetFields()[HeaderDestination].GetStringValue()
 }
 
-func mode(m extprocfilterv3.ProcessingMode_BodySendMode) *extprocfilterv3.ProcessingMode_BodySendMode { return &m }
+func mode(m extprocfilterv3.ProcessingMode_BodySendMode) *extprocfilterv3.ProcessingMode_BodySendMode {
+	return &m
+}
