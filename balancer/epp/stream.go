@@ -29,8 +29,7 @@ type stream struct {
 
 	req        Request
 	haveHeader bool
-	deferred   bool // streamed mode: the headers response waits for the body
-	picked     bool
+	picked     bool // the picker was asked (in streamed mode the headers response waited for it)
 	pick       *Pick
 
 	lease     Lease
@@ -124,8 +123,7 @@ func (st *stream) requestHeaders(h *extprocv3.HttpHeaders) error {
 		return st.decide(false)
 	}
 	if st.streamed() {
-		st.deferred = true // the headers response carries the pick
-		return nil
+		return nil // the headers response waits for the body: it carries the pick
 	}
 	return st.send(headersResponse(nil))
 }
@@ -138,16 +136,12 @@ func (st *stream) requestBody(b *extprocv3.HttpBody) error {
 		return st.immediate(openai.StatusError(http.StatusRequestEntityTooLarge, "request body too large"))
 	}
 	st.req.Body = append(st.req.Body, b.GetBody()...)
-	switch {
-	case st.streamed() && !b.GetEndOfStream():
+	if st.streamed() && !b.GetEndOfStream() {
 		return nil // buffer until the last chunk
-	case st.streamed():
-		return st.decide(true)
-	default:
-		// BUFFERED sends the whole body once; BUFFERED_PARTIAL what fits,
-		// which is all this request will show.
-		return st.decide(true)
 	}
+	// The streamed body is complete; BUFFERED sends the whole body at once,
+	// BUFFERED_PARTIAL what fits, which is all this request will show.
+	return st.decide(true)
 }
 
 func (st *stream) requestTrailers() error {
@@ -217,7 +211,6 @@ func (st *stream) pickedHeaders() *extprocv3.ProcessingResponse {
 // stream.
 func (st *stream) pickNow() error {
 	st.picked = true
-	st.deferred = false
 	p, err := st.s.picker.Pick(st.srv.Context(), &st.req)
 	if err != nil {
 		var oe *openai.Error
