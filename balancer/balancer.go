@@ -227,10 +227,12 @@ func (b *Balancer) Run(ctx context.Context) error {
 		<-gctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), b.cfg.ShutdownTimeout)
 		defer cancel()
-		if es != nil {
-			es.stop(sctx)
+		var eppDrained sync.WaitGroup
+		if es != nil { // drain the gateway's streams alongside the clients'
+			eppDrained.Go(func() { es.stop(sctx) })
 		}
 		err := client.Shutdown(sctx)
+		eppDrained.Wait()
 		stopNode()
 		stopFleet()
 		_ = admin.Shutdown(sctx)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -86,6 +87,9 @@ type Server struct {
 	picker Picker
 	log    *slog.Logger
 	health *health.Server
+
+	closing   chan struct{} // closed when Run ends: health watches end too
+	closeOnce sync.Once
 }
 
 var _ extprocv3.ExternalProcessorServer = (*Server)(nil)
@@ -101,7 +105,7 @@ func New(cfg Config, picker Picker, log *slog.Logger) *Server {
 	if cfg.DefaultBodyMode != extprocfilterv3.ProcessingMode_BUFFERED {
 		cfg.DefaultBodyMode = extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
 	}
-	s := &Server{cfg: cfg, picker: picker, log: log, health: health.NewServer()}
+	s := &Server{cfg: cfg, picker: picker, log: log, health: health.NewServer(), closing: make(chan struct{})}
 	s.health.SetServingStatus(HealthLiveness, healthpb.HealthCheckResponse_SERVING)
 	s.setReady(false)
 	return s
@@ -110,7 +114,7 @@ func New(cfg Config, picker Picker, log *slog.Logger) *Server {
 // Register adds the ext_proc and health services to g.
 func (s *Server) Register(g *grpc.Server) {
 	extprocv3.RegisterExternalProcessorServer(g, s)
-	healthpb.RegisterHealthServer(g, s.health)
+	healthpb.RegisterHealthServer(g, healthService{s})
 }
 
 // Run keeps readiness in step with the picker until ctx ends, then marks
@@ -127,6 +131,7 @@ func (s *Server) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			s.health.Shutdown()
+			s.closeOnce.Do(func() { close(s.closing) })
 			return nil
 		case <-t.C:
 		}
