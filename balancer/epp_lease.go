@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/route"
@@ -37,9 +38,10 @@ type eppLease struct {
 	done      bool
 }
 
-// Served moves the lease to the endpoint that served the request and
-// reports the response to the replica's health.
-func (l *eppLease) Served(endpoint string, status int) {
+// Served moves the lease to the endpoint that served the request, reports
+// the response to the replica's health, and returns the headers proxy mode
+// adds to a response: the replica, the prompt and predicted cached tokens.
+func (l *eppLease) Served(endpoint string, status int) map[string]string {
 	l.status = status
 	if endpoint != "" && endpoint != l.cur.endpoint && !l.done {
 		next := eppTarget{endpoint: endpoint, cached: l.cur.cached, uncached: l.cur.uncached}
@@ -69,6 +71,15 @@ func (l *eppLease) Served(endpoint string, status int) {
 			l.p.b.fleet.ReportSuccess(rep)
 		}
 	}
+	if l.cur.rep == nil {
+		return nil
+	}
+	h := map[string]string{HeaderReplica: l.cur.rep.ID}
+	if l.tokens > 0 {
+		h[HeaderPromptTokens] = strconv.Itoa(l.tokens)
+		h[HeaderCachedTokens] = strconv.Itoa(l.cur.cached)
+	}
+	return h
 }
 
 // FirstByte settles the pick's pending prefill, as proxy mode does at the

@@ -78,8 +78,9 @@ func (p *fakePicker) Ready() bool {
 // fakeLease records the calls in order.
 type fakeLease struct{ calls []string }
 
-func (l *fakeLease) Served(endpoint string, status int) {
+func (l *fakeLease) Served(endpoint string, status int) map[string]string {
 	l.calls = append(l.calls, "served "+endpoint+" "+strconv.Itoa(status))
+	return map[string]string{"X-Served-By": endpoint}
 }
 func (l *fakeLease) FirstByte() { l.calls = append(l.calls, "first_byte") }
 func (l *fakeLease) Done()      { l.calls = append(l.calls, "done") }

@@ -27,13 +27,20 @@ func pickMutation(p *Pick) *extprocv3.HeaderMutation {
 	if p.Body != nil {
 		m.SetHeaders = append(m.SetHeaders, headerValue("content-length", strconv.Itoa(len(p.Body))))
 	}
-	keys := make([]string, 0, len(p.Header))
-	for k := range p.Header {
+	m.SetHeaders = append(m.SetHeaders, setMutation(p.Header).GetSetHeaders()...)
+	return m
+}
+
+// setMutation sets every header of h (names lower-cased, in order).
+func setMutation(h map[string]string) *extprocv3.HeaderMutation {
+	keys := make([]string, 0, len(h))
+	for k := range h {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	m := &extprocv3.HeaderMutation{}
 	for _, k := range keys {
-		m.SetHeaders = append(m.SetHeaders, headerValue(strings.ToLower(k), p.Header[k]))
+		m.SetHeaders = append(m.SetHeaders, headerValue(strings.ToLower(k), h[k]))
 	}
 	return m
 }

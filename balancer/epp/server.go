@@ -60,8 +60,9 @@ type Pick struct {
 // once, the others at most once and before Done.
 type Lease interface {
 	// Served reports the response's status and the endpoint that served
-	// it ("" when the data plane did not say).
-	Served(endpoint string, status int)
+	// it ("" when the data plane did not say), and returns headers to set on
+	// the response (nil: none).
+	Served(endpoint string, status int) map[string]string
 	// FirstByte reports the response's first body byte (or its headers,
 	// when the data plane sends no response body).
 	FirstByte()

@@ -241,8 +241,9 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders, served string) error
 			code, _ = strconv.Atoi(v)
 		}
 	}
+	var set map[string]string
 	if st.lease != nil && !st.done {
-		st.lease.Served(served, code)
+		set = st.lease.Served(served, code)
 		noBody := st.respMode == extprocfilterv3.ProcessingMode_NONE
 		if noBody || h.GetEndOfStream() {
 			st.markFirstByte()
@@ -251,8 +252,11 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders, served string) error
 			st.end()
 		}
 	}
-	return st.send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{
-		ResponseHeaders: &extprocv3.HeadersResponse{}}})
+	hr := &extprocv3.HeadersResponse{}
+	if len(set) > 0 {
+		hr.Response = &extprocv3.CommonResponse{HeaderMutation: setMutation(set)}
+	}
+	return st.send(&extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}})
 }
 
 func (st *stream) responseBody(b *extprocv3.HttpBody) error {

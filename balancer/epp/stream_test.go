@@ -61,8 +61,8 @@ func TestFullDuplexStreamed(t *testing.T) {
 	if string(sb.GetBody()) != chatBody || !sb.GetEndOfStream() {
 		t.Errorf("body response %v, want the whole body with end_of_stream", out[1])
 	}
-	if out[2].GetResponseHeaders() == nil {
-		t.Errorf("third response %v, want response headers", out[2])
+	if rh := out[2].GetResponseHeaders(); rh == nil || setHeaders(rh.GetResponse().GetHeaderMutation())["x-served-by"] != "10.0.0.1:8081" {
+		t.Errorf("third response %v, want response headers with the lease's headers", out[2])
 	}
 	for i, w := range []string{"data: x\n\n", "data: [DONE]\n\n"} {
 		sr := out[3+i].GetResponseBody().GetResponse().GetBodyMutation().GetStreamedResponse()

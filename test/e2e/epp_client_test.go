@@ -147,8 +147,8 @@ func pickedFrom(cr *extprocv3.CommonResponse, r *extprocv3.ProcessingResponse) e
 // forward does the gateway's part: it sends body to the first endpoint,
 // then plays the response back through the stream (headers with the served
 // endpoint, the body in chunks, each echoed in full duplex mode) and closes
-// it.
-func (s *eppStream) forward(endpoint, path, body string) string {
+// it. It returns the headers the picker set on the response.
+func (s *eppStream) forward(endpoint, path, body string) map[string]string {
 	s.t.Helper()
 	resp, err := http.Post("http://"+endpoint+path, "application/json", strings.NewReader(body))
 	if err != nil {
@@ -165,8 +165,13 @@ func (s *eppStream) forward(endpoint, path, body string) string {
 		MetadataContext: &corev3.Metadata{FilterMetadata: map[string]*structpb.Struct{
 			eppLB: {Fields: map[string]*structpb.Value{eppServedKey: structpb.NewStringValue(endpoint)}}}},
 	})
-	if r := s.recv(); r.GetResponseHeaders() == nil {
+	r := s.recv()
+	if r.GetResponseHeaders() == nil {
 		s.t.Fatalf("response %v, want the response headers answer", r)
+	}
+	set := map[string]string{}
+	for _, hv := range r.GetResponseHeaders().GetResponse().GetHeaderMutation().GetSetHeaders() {
+		set[strings.ToLower(hv.GetHeader().GetKey())] = string(hv.GetHeader().GetRawValue())
 	}
 	half := len(out) / 2
 	for i, chunk := range []string{string(out[:half]), string(out[half:])} {
@@ -178,7 +183,7 @@ func (s *eppStream) forward(endpoint, path, body string) string {
 		}
 	}
 	s.close()
-	return string(out)
+	return set
 }
 
 // close ends the stream as Envoy does when the request is over.

@@ -139,7 +139,12 @@ func TestEPP(t *testing.T) {
 			if p.body != body || p.rewrite != "" {
 				t.Fatalf("forwarded body changed (%q rewrite): %s", p.rewrite, p.body)
 			}
-			s.forward(eps[0], "/v1/chat/completions", p.body)
+			rh := s.forward(eps[0], "/v1/chat/completions", p.body)
+			cached, _ := strconv.Atoi(rh["x-inferrail-cached-tokens"])
+			if !strings.HasPrefix(rh["x-inferrail-replica"], "epp-replica-") || rh["x-inferrail-prompt-tokens"] == "" ||
+				(round == 1 && cached == 0) {
+				t.Errorf("round %d: response headers %v, want the replica, the prompt tokens and (repeated) cached tokens", round, rh)
+			}
 			if round == 0 {
 				first = eps[0]
 			} else if eps[0] != first {
