@@ -56,9 +56,10 @@ type Balancer struct {
 
 	scratch sync.Pool // *scratch
 
-	readyMu    sync.Mutex // protects clientAddr and adminAddr
+	readyMu    sync.Mutex // protects clientAddr, adminAddr and eppAddr
 	clientAddr string
 	adminAddr  string
+	eppAddr    string
 	ready      chan struct{}
 }
 
@@ -204,11 +205,22 @@ func (b *Balancer) Run(ctx context.Context) error {
 		cl.Close()
 		return fmt.Errorf("listen %s: %w", b.cfg.Admin, err)
 	}
+	var es *eppServer
+	if b.cfg.EPP.Listen != "" {
+		if es, err = b.newEPPServer(ctx); err != nil {
+			cl.Close()
+			al.Close()
+			return err
+		}
+	}
 	b.readyMu.Lock()
 	b.clientAddr, b.adminAddr = cl.Addr().String(), al.Addr().String()
+	if es != nil {
+		b.eppAddr = es.ln.Addr().String()
+	}
 	b.readyMu.Unlock()
 	close(b.ready)
-	b.log.Info("balancer listening", "listen", b.clientAddr, "admin", b.adminAddr)
+	b.log.Info("balancer listening", "listen", b.clientAddr, "admin", b.adminAddr, "epp", b.eppAddr)
 
 	client := &http.Server{Handler: b.Handler(), Protocols: clientProtocols(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
@@ -232,11 +244,20 @@ func (b *Balancer) Run(ctx context.Context) error {
 	if b.node != nil {
 		g.Go(func() error { return named("gossip", b.node.Run(nodeCtx)) })
 	}
+	if es != nil {
+		g.Go(func() error { return named("epp server", es.grpc.Serve(es.ln)) })
+		g.Go(func() error { return named("epp health", es.svc.Run(gctx)) })
+	}
 	g.Go(func() error {
 		<-gctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), b.cfg.ShutdownTimeout)
 		defer cancel()
+		var eppDrained sync.WaitGroup
+		if es != nil { // drain the gateway's streams alongside the clients'
+			eppDrained.Go(func() { es.stop(sctx) })
+		}
 		err := client.Shutdown(sctx)
+		eppDrained.Wait()
 		stopNode()
 		stopFleet()
 		_ = admin.Shutdown(sctx)

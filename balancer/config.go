@@ -46,6 +46,7 @@ type Config struct {
 	Tokenize        TokenizeConfig        `yaml:"tokenize"`
 	// Gateway holds the auth, rate_limits and cors sections.
 	Gateway gateway.Config `yaml:",inline"`
+	EPP             EPPConfig             `yaml:"epp"`
 }
 
 // ModelConfig is one model.
@@ -165,6 +166,34 @@ type TokenizeConfig struct {
 	MaxSize  int           `yaml:"max_size"`
 }
 
+// EPPConfig configures the endpoint-picker mode: Envoy ext_proc v3 over gRPC
+// for a Gateway API InferencePool (docs/epp.md).
+type EPPConfig struct {
+	// Listen is the gRPC address ("": the mode is off).
+	Listen string `yaml:"listen"`
+	// Endpoint is which address of a gossip replica is answered: data (the
+	// sidecar's data port, so the sidecar still sees every request) or
+	// engine (the engine's own port on the same host). It must match the
+	// InferencePool's target port. Static replicas answer their URL's
+	// host:port either way.
+	Endpoint string `yaml:"endpoint"`
+	// Fallbacks is how many endpoints follow the pick in the destination
+	// list, in the policy's order (0: the pick alone).
+	Fallbacks int `yaml:"fallbacks"`
+	// BodyMode is the request body mode assumed when the data plane sends
+	// no protocol_config: full_duplex_streamed or buffered.
+	BodyMode string `yaml:"body_mode"`
+}
+
+// EPP endpoint kinds and body modes.
+const (
+	EPPEndpointData   = "data"
+	EPPEndpointEngine = "engine"
+
+	EPPBodyFullDuplex = "full_duplex_streamed"
+	EPPBodyBuffered   = "buffered"
+)
+
 // DefaultConfig returns the defaults every field starts from.
 func DefaultConfig() Config {
 	return Config{
@@ -183,6 +212,7 @@ func DefaultConfig() Config {
 		},
 		Tokenize: TokenizeConfig{MaxWait: 25 * time.Millisecond, MaxSize: 8 << 20},
 		Gateway:  gateway.DefaultConfig(),
+		EPP:      EPPConfig{Endpoint: EPPEndpointData, Fallbacks: 2, BodyMode: EPPBodyFullDuplex},
 	}
 }
 
@@ -355,6 +385,23 @@ func (c *Config) Validate() error {
 	t := c.Tokenize
 	if t.Workers < 0 || t.MaxWait < 0 || t.MaxQueue < 0 || t.MaxSize < 0 {
 		bad("tokenize fields must not be negative, got %+v", t)
+	}
+	if e := c.EPP; e.Listen != "" {
+		checkAddr("epp.listen", e.Listen)
+		for _, other := range []struct{ name, addr string }{{"listen", c.Listen}, {"admin", c.Admin}} {
+			if _, port, _ := net.SplitHostPort(e.Listen); e.Listen == other.addr && port != "0" {
+				bad("epp.listen must differ from %s, got %q for both", other.name, e.Listen)
+			}
+		}
+	}
+	if e := c.EPP; e.Endpoint != EPPEndpointData && e.Endpoint != EPPEndpointEngine {
+		bad("epp.endpoint must be %s or %s, got %q", EPPEndpointData, EPPEndpointEngine, e.Endpoint)
+	}
+	if e := c.EPP; e.Fallbacks < 0 || e.Fallbacks > 16 {
+		bad("epp.fallbacks must be in [0, 16], got %d", e.Fallbacks)
+	}
+	if e := c.EPP; e.BodyMode != EPPBodyFullDuplex && e.BodyMode != EPPBodyBuffered {
+		bad("epp.body_mode must be %s or %s, got %q", EPPBodyFullDuplex, EPPBodyBuffered, e.BodyMode)
 	}
 	return errors.Join(errs...)
 }

@@ -15,6 +15,12 @@
 // response carries x-request-id, x-inferrail-replica,
 // x-inferrail-prompt-tokens and x-inferrail-cached-tokens (predicted).
 //
+// With epp.listen set (--epp), it is also a Gateway API InferencePool's
+// endpoint picker (epp*.go over package balancer/epp, docs/epp.md): a
+// gateway asks over Envoy ext_proc where a request goes, and the same
+// prepare and decide steps as the proxy path (forward.go) answer, with a
+// lease on the pick that the gateway's reports settle.
+//
 // The admin port (never the client port) serves /metrics, /healthz and
 // /v1/gossip/*. Config (config.go) is one YAML file decoded strictly over
 // the defaults; `inferrail check` validates it.

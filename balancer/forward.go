@@ -70,15 +70,16 @@ type request struct {
 	hashes  []kvblock.Hash
 	stream  bool // the client asked for a stream
 	outcome string
+	mode    string // modeProxy or modeEPP
 }
 
 // forward handles a proxied route: read, resolve, tokenize, then attempts.
 func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
-	rq := request{start: b.now(), id: w.Header().Get(HeaderRequestID), kind: k}
+	rq := request{start: b.now(), id: w.Header().Get(HeaderRequestID), kind: k, mode: modeProxy}
 	b.m.inFlight.Inc()
 	defer b.m.inFlight.Dec()
 	modelLabel := "unknown"
-	defer func() { b.m.requests.WithLabelValues(modelLabel, k.String(), rq.outcome).Inc() }()
+	defer func() { b.m.requests.WithLabelValues(modelLabel, k.String(), rq.outcome, rq.mode).Inc() }()
 	reject := func(e *openai.Error) {
 		rq.outcome = outcomeBadRequest
 		e.Write(w)
@@ -89,18 +90,35 @@ func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
 		reject(oerr)
 		return
 	}
-	p, oerr := b.parse(r.Context(), k, body, b.fleet.Snapshot())
-	if oerr != nil {
+	sc := b.getScratch()
+	defer b.putScratch(sc)
+	if oerr := b.prepare(r.Context(), &rq, body, sc); oerr != nil {
 		reject(oerr)
 		return
 	}
-	m := p.model
-	modelLabel = m.cfg.Name
-	rq.model, rq.body, rq.stream = m, p.body, p.stream
+	modelLabel = rq.model.cfg.Name
+	adm, oerr := b.admit(w, r, rq.model, rq.tokens, body)
+	if oerr != nil {
+		rq.outcome = outcomeRejected
+		oerr.Write(w)
+		return
+	}
+	mw := adm.Meter(w) // rate-limit headers; completion tokens counted (gate.go)
+	defer func() { adm.Charge(r.Context(), mw.Completion()) }()
+	b.attempts(mw, r, &rq, sc)
+}
 
-	sc := b.getScratch()
-	defer b.putScratch(sc)
-	if k != kindEmbeddings {
+// prepare parses body once, resolves its model and tokenizes and hashes its
+// prompt into rq (model, body, tokens, hashes in sc.hashes): the step every
+// mode that routes a request shares.
+func (b *Balancer) prepare(ctx context.Context, rq *request, body []byte, sc *scratch) *openai.Error {
+	p, oerr := b.parse(ctx, rq.kind, body, b.fleet.Snapshot())
+	if oerr != nil {
+		return oerr
+	}
+	m := p.model
+	rq.model, rq.body, rq.stream = m, p.body, p.stream
+	if rq.kind != kindEmbeddings {
 		if p.reason != "" {
 			b.m.unpredicted.WithLabelValues(m.cfg.Name, p.reason).Inc()
 		} else {
@@ -110,15 +128,31 @@ func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
 			b.m.promptTokens.WithLabelValues(m.cfg.Name).Observe(float64(len(p.ids)))
 		}
 	}
-	adm, oerr := b.admit(w, r, m, rq.tokens, body)
-	if oerr != nil {
-		rq.outcome = outcomeRejected
-		oerr.Write(w)
-		return
+	return nil
+}
+
+// preparedPrompt prepares rq's hashes for the replicas' summaries once per
+// request, when its model's policy asks them (nil otherwise).
+func (sc *scratch) preparedPrompt(rq *request) route.PreparedPrompt {
+	if len(rq.hashes) > 0 && route.UsesPrefixIndex(rq.model.policy) {
+		sc.prompt.Reset(rq.hashes, summary.DefaultHashFuncs)
+		return &sc.prompt
 	}
-	mw := adm.Meter(w) // rate-limit headers; completion tokens counted (gate.go)
-	defer func() { adm.Charge(r.Context(), mw.Completion()) }()
-	b.attempts(mw, r, &rq, sc)
+	return nil
+}
+
+// decide runs rq's policy over set's candidates at now, without the
+// candidate indices in sc.exclude, and records the decision time: the
+// routing step every mode shares. It neither leases nor counts the pick.
+func (b *Balancer) decide(rq *request, set *fleet.ModelSet, now time.Time, prep route.PreparedPrompt, sc *scratch) (int, route.Decision, error) {
+	m := rq.model
+	t0 := time.Now()
+	sc.cands = set.Candidates(now, sc.cands)
+	req := route.Request{Model: m.cfg.Name, Hashes: rq.hashes, BlockSize: m.cfg.BlockSize,
+		PromptTokens: rq.tokens, Now: now, Exclude: sc.exclude, Prompt: prep}
+	idx, d, err := m.policy.Pick(&req, sc.cands, sc.rs)
+	b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name(), rq.mode).Observe(time.Since(t0).Seconds())
+	return idx, d, err
 }
 
 // attempts picks a replica and proxies the request, moving it to another
@@ -135,11 +169,7 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 		}
 	}()
 	// The prompt is prepared for the summaries once, for every attempt.
-	var prep route.PreparedPrompt
-	if len(rq.hashes) > 0 && route.UsesPrefixIndex(m.policy) {
-		sc.prompt.Reset(rq.hashes, summary.DefaultHashFuncs)
-		prep = &sc.prompt
-	}
+	prep := sc.preparedPrompt(rq)
 	attempt := 0
 	for {
 		if attempt > 0 {
@@ -161,18 +191,13 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 		if set == nil {
 			break
 		}
-		t0 := time.Now()
-		sc.cands = set.Candidates(now, sc.cands)
 		sc.exclude = sc.exclude[:0]
 		for i, rep := range set.Replicas {
 			if containsReplica(sc.tried, rep) || containsReplica(sc.full, rep) {
 				sc.exclude = append(sc.exclude, i)
 			}
 		}
-		req := route.Request{Model: m.cfg.Name, Hashes: rq.hashes, BlockSize: m.cfg.BlockSize,
-			PromptTokens: rq.tokens, Now: now, Exclude: sc.exclude, Prompt: prep}
-		idx, d, err := m.policy.Pick(&req, sc.cands, sc.rs)
-		b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name()).Observe(time.Since(t0).Seconds())
+		idx, d, err := b.decide(rq, set, now, prep, sc)
 		if err != nil && len(sc.tried) > 0 {
 			// Every other replica is out: untried ones go first, then
 			// the tried ones again.

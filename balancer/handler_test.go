@@ -287,9 +287,9 @@ func TestRunServesAdminApartFromClients(t *testing.T) {
 	var metrics string
 	waitFor(t, func() bool {
 		code, metrics = get("http://" + admin + "/metrics")
-		return code != 200 || strings.Contains(metrics, `inferrail_balancer_requests_total{model="m",outcome="ok",route="completions"} 1`)
+		return code != 200 || strings.Contains(metrics, `inferrail_balancer_requests_total{mode="proxy",model="m",outcome="ok",route="completions"} 1`)
 	})
-	if code != 200 || !strings.Contains(metrics, `inferrail_balancer_requests_total{model="m",outcome="ok",route="completions"} 1`) ||
+	if code != 200 || !strings.Contains(metrics, `inferrail_balancer_requests_total{mode="proxy",model="m",outcome="ok",route="completions"} 1`) ||
 		!strings.Contains(metrics, `inferrail_balancer_replica_state{replica="r0",state="healthy"} 1`) {
 		t.Errorf("admin /metrics: %d\n%s", code, metrics)
 	}

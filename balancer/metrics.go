@@ -16,6 +16,13 @@ const (
 	outcomeClientGone  = "client_gone" // the client went away
 	outcomeBroken      = "broken"      // the stream broke after its first byte
 	outcomeRejected    = "rejected"    // refused by the gateway: 401, 403, 429, or 503 with Redis down
+	outcomeShed        = "shed"        // EPP 429: every replica at its caps
+)
+
+// Modes, the values of the mode label: the request path that decided.
+const (
+	modeProxy = "proxy" // the balancer proxied the request
+	modeEPP   = "epp"   // a gateway asked over ext_proc (docs/epp.md)
 )
 
 // newReloadMetrics returns the config reload metrics.
@@ -54,8 +61,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inferrail_balancer_requests_total",
-			Help: "Client requests by model, route and outcome.",
-		}, []string{"model", "route", "outcome"}),
+			Help: "Client requests by model, route, outcome and mode (proxy, or epp for a gateway's ext_proc stream).",
+		}, []string{"model", "route", "outcome", "mode"}),
 		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "inferrail_balancer_ttft_seconds",
 			Help:    "Time from a request's arrival to its first token: a stream's first token-bearing event; for other responses, their headers (the whole response, for a non-streaming completion).",
@@ -63,9 +70,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"model"}),
 		decision: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "inferrail_balancer_route_decision_seconds",
-			Help:    "Time to pick a replica (candidates and policy), per attempt.",
+			Help:    "Time to pick a replica (candidates and policy), per attempt, by mode (proxy or epp).",
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 16),
-		}, []string{"model", "policy"}),
+		}, []string{"model", "policy", "mode"}),
 		reasons: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inferrail_balancer_route_decisions_total",
 			Help: "Routing decisions by model and the policy's reason.",

@@ -41,10 +41,17 @@ type Meta struct {
 	Version string `json:"version,omitempty"`
 	// SummaryEpoch is the sidecar's current summary epoch (0: none yet).
 	SummaryEpoch uint64 `json:"summary_epoch,omitempty"`
+	// EnginePort is the engine's own port on the sidecar's host (the pod):
+	// with DataAddr's host it is the engine's pod IP:port, the endpoint a
+	// Gateway API InferencePool whose target port is the engine names
+	// (0: not advertised).
+	EnginePort uint32 `json:"engine_port,omitempty"`
 }
 
 // Marshal encodes m: type and version bytes, role, then varints and
-// length-prefixed strings. It fails with ErrMetaTooLarge past MaxMetaSize.
+// length-prefixed strings, and last the engine port (a varint that older
+// encoders did not write, so decoders accept its absence). It fails with
+// ErrMetaTooLarge past MaxMetaSize.
 func (m *Meta) Marshal() ([]byte, error) {
 	b := make([]byte, 0, 128)
 	b = append(b, metaType, metaVersion, byte(m.Role))
@@ -57,7 +64,9 @@ func (m *Meta) Marshal() ([]byte, error) {
 	for _, s := range m.Models {
 		b = appendString(b, s)
 	}
-	// Added after the first release: decoders accept metadata ending above.
+	// Added after the first release, each optional: decoders accept
+	// metadata that ends before them.
+	b = binary.AppendUvarint(b, uint64(m.EnginePort))
 	b = binary.AppendUvarint(b, uint64(max(m.Adapters, 0)))
 	if len(b) > MaxMetaSize {
 		return nil, fmt.Errorf("%w: %d bytes > %d", ErrMetaTooLarge, len(b), MaxMetaSize)
@@ -95,6 +104,13 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 	}
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		m.Models = append(m.Models, d.string())
+	}
+	if d.err == nil && len(d.b) > 0 {
+		if p := d.uvarint(); p > 65535 {
+			d.fail("engine port %d", p)
+		} else {
+			m.EnginePort = uint32(p)
+		}
 	}
 	if d.err == nil && len(d.b) > 0 {
 		a := d.uvarint()

@@ -21,7 +21,7 @@ func randomMeta(r *rand.Rand) Meta {
 		return string(b)
 	}
 	m := Meta{Role: Role(1 + r.IntN(3)), Engine: str(8), BlockSize: r.Uint32N(1 << 20), DataAddr: str(24),
-		AdminAddr: str(24), Version: str(16), SummaryEpoch: r.Uint64()}
+		AdminAddr: str(24), Version: str(16), SummaryEpoch: r.Uint64(), EnginePort: r.Uint32N(65536)}
 	for range r.IntN(6) {
 		m.Models = append(m.Models, str(40))
 	}
@@ -67,6 +67,23 @@ func TestMetaLimit(t *testing.T) {
 	}
 }
 
+// TestUnmarshalMetaWithoutEnginePort decodes metadata from an encoder that
+// predates the engine port: everything else is read, the port is 0.
+func TestUnmarshalMetaWithoutEnginePort(t *testing.T) {
+	want := Meta{Role: RoleSidecar, Models: []string{"m"}, DataAddr: "10.0.0.7:8081"}
+	b, err := (&Meta{Role: RoleSidecar, Models: []string{"m"}, DataAddr: "10.0.0.7:8081", EnginePort: 8000}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnmarshalMeta(b[:len(b)-3]) // 8000 is a two-byte varint, then the adapters (0)
+	if err != nil {
+		t.Fatalf("UnmarshalMeta: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestUnmarshalMetaRejects(t *testing.T) {
 	good, _ := (&Meta{Role: RoleBalancer, Models: []string{"a"}}).Marshal()
 	for _, tc := range []struct {
@@ -76,9 +93,10 @@ func TestUnmarshalMetaRejects(t *testing.T) {
 		{"empty", nil},
 		{"wrong type", []byte{'X', 1, 1, 0, 0, 0, 0, 0, 0, 0}},
 		{"wrong version", []byte{'M', 9, 1, 0, 0, 0, 0, 0, 0, 0}},
-		{"truncated", good[:len(good)-2]}, // into the last model name (without the last byte it is the older format)
+		{"truncated", good[:len(good)-3]}, // into the last model name, before the optional engine port and adapters
 		{"trailing", append(append([]byte{}, good...), 0)},
 		{"model count too large", []byte{'M', 1, 1, 0, 0, 0, 0, 0, 0, 0xff, 0x01}},
+		{"engine port too large", []byte{'M', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x04}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := UnmarshalMeta(tc.b); err == nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -79,6 +80,7 @@ func newGossip(cfg Config, feed *summaryFeed, log *slog.Logger, reg prometheus.R
 		AdminAddr: hostPortFor(cfg.Gossip.Advertise, cfg.Admin),
 		Version:   buildinfo.Version(),
 	}
+	gc.Meta.EnginePort = enginePort(cfg.EngineURL)
 	if cfg.Model != "" {
 		gc.Meta.Models = []string{cfg.Model}
 	}
@@ -158,7 +160,26 @@ func (g *gossipAdapter) updateMeta(models []string, adapters int, kind string, b
 func metaEqual(a, b gossip.Meta) bool {
 	return slices.Equal(a.Models, b.Models) && a.Adapters == b.Adapters && a.Role == b.Role && a.Engine == b.Engine &&
 		a.BlockSize == b.BlockSize && a.DataAddr == b.DataAddr && a.AdminAddr == b.AdminAddr &&
-		a.Version == b.Version && a.SummaryEpoch == b.SummaryEpoch
+		a.Version == b.Version && a.SummaryEpoch == b.SummaryEpoch && a.EnginePort == b.EnginePort
+}
+
+// enginePort is the port of the engine's URL (its scheme's default when it
+// names none; 0 when it does not parse), advertised so that a gateway can be
+// told the engine's own pod IP:port (docs/epp.md).
+func enginePort(engineURL string) uint32 {
+	u, err := url.Parse(engineURL)
+	if err != nil {
+		return 0
+	}
+	p := u.Port()
+	if p == "" {
+		p = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return 0
+	}
+	return uint32(n)
 }
 
 func clampU32(v int64) uint32 {
