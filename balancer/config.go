@@ -46,7 +46,7 @@ type Config struct {
 	Tokenize        TokenizeConfig        `yaml:"tokenize"`
 	// Gateway holds the auth, rate_limits and cors sections.
 	Gateway gateway.Config `yaml:",inline"`
-	EPP             EPPConfig             `yaml:"epp"`
+	EPP     EPPConfig      `yaml:"epp"`
 }
 
 // ModelConfig is one model.
