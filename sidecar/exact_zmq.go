@@ -44,7 +44,7 @@ func subscribeZMQ(ctx context.Context, p *exactPipeline) error {
 	if err != nil {
 		return err
 	}
-	zc := zmqsub.Config{Host: host, BasePort: port, Ranks: kv.DataParallelSize, Topic: kv.Topic}
+	zc := zmqsub.Config{Host: host, BasePort: port, Ranks: kv.DataParallelSize, Topic: kv.Topic, MaxMessageBytes: kv.MaxMessageBytes}
 	if kv.ReplayEndpoint != "" {
 		if _, zc.ReplayBasePort, err = splitTCPEndpoint(kv.ReplayEndpoint); err != nil {
 			return err

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/inferrail/inferrail/internal/zmtpguard"
 )
 
 // endSeq is the replay end marker's sequence frame: -1 as a signed 64-bit
@@ -30,6 +32,7 @@ type sockets struct {
 func (p *Publisher) open(ctx context.Context) (*sockets, error) {
 	// The sockets live until close, not until ctx: close orders the shutdown.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	sctx = zmtpguard.WithLimits(sctx, p.guard)
 	s := &sockets{cancel: cancel}
 	zlog := slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)
 
@@ -50,7 +53,7 @@ func (p *Publisher) open(ctx context.Context) (*sockets, error) {
 		return nil, fmt.Errorf("kv events: set hwm %d: %w", p.cfg.HWM, err)
 	}
 	if bind {
-		if err := s.pub.Listen(listenAddress(p.endpoint)); err != nil {
+		if err := s.pub.Listen(zmtpguard.Endpoint(listenAddress(p.endpoint))); err != nil {
 			s.close()
 			return nil, fmt.Errorf("kv events: bind pub socket %s: %w", p.endpoint, err)
 		}
@@ -61,7 +64,7 @@ func (p *Publisher) open(ctx context.Context) (*sockets, error) {
 	var replayAddr string
 	if p.replayEndpoint != "" {
 		s.router = zmq4.NewRouter(sctx, zmq4.WithLogger(zlog))
-		if err := s.router.Listen(listenAddress(p.replayEndpoint)); err != nil {
+		if err := s.router.Listen(zmtpguard.Endpoint(listenAddress(p.replayEndpoint))); err != nil {
 			s.close()
 			return nil, fmt.Errorf("kv events: bind replay socket %s: %w", p.replayEndpoint, err)
 		}

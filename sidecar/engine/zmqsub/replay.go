@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/inferrail/inferrail/internal/zmtpguard"
 )
 
 // errReplayShort is returned when the replay ring no longer reaches back to
@@ -27,12 +29,12 @@ func (r *rankSub) replay(ctx context.Context, from uint64, onFirst func() error)
 	ctx, cancel := context.WithTimeout(ctx, cfg.ReplayTimeout)
 	defer cancel()
 	ep := cfg.endpoint(cfg.ReplayBasePort, r.rank)
-	d := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(cfg.DialTimeout),
+	d := zmq4.NewDealer(zmtpguard.WithLimits(ctx, r.limits()), zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(cfg.DialTimeout),
 		zmq4.WithAutomaticReconnect(false), zmq4.WithLogger(discardLogger()))
 	defer d.Close()
 	result := "error"
 	defer func() { r.s.m.replays.WithLabelValues(rank, result).Inc() }()
-	if err := d.Dial(ep); err != nil {
+	if err := d.Dial(zmtpguard.Endpoint(ep)); err != nil {
 		return fmt.Errorf("dial replay %s: %w", ep, err)
 	}
 	var start [8]byte

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/inferrail/inferrail/internal/zmtpguard"
 	"github.com/inferrail/inferrail/sidecar/engine"
 )
 
@@ -175,13 +176,13 @@ func (r *rankSub) session(ctx context.Context, ep string, failures *int) error {
 	cfg := r.s.cfg
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sub := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(cfg.DialTimeout),
+	sub := zmq4.NewSub(zmtpguard.WithLimits(ctx, r.limits()), zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(cfg.DialTimeout),
 		zmq4.WithAutomaticReconnect(false), zmq4.WithLogger(discardLogger()))
 	defer sub.Close()
 	if err := sub.SetOption(zmq4.OptionSubscribe, cfg.Topic); err != nil {
 		return fmt.Errorf("subscribe %q: %w", cfg.Topic, err)
 	}
-	if err := sub.Dial(ep); err != nil {
+	if err := sub.Dial(zmtpguard.Endpoint(ep)); err != nil {
 		return fmt.Errorf("dial %s: %w", ep, err)
 	}
 	r.log().Info("kv events connected", "endpoint", ep)
@@ -204,6 +205,18 @@ func (r *rankSub) session(ctx context.Context, ep string, failures *int) error {
 			return err
 		}
 		r.probeRestart = false
+	}
+}
+
+// limits bounds what the engine's sockets may send one connection: a message
+// over MaxMessageBytes, or a handshake longer than DialTimeout, fails it
+// (the error then comes back from Recv or Dial).
+func (r *rankSub) limits() zmtpguard.Limits {
+	rejected := r.s.m.rejected.WithLabelValues(strconv.Itoa(r.rank))
+	return zmtpguard.Limits{
+		MaxMessageBytes:  r.s.cfg.MaxMessageBytes,
+		HandshakeTimeout: r.s.cfg.DialTimeout,
+		OnReject:         func(error) { rejected.Inc() },
 	}
 }
 
