@@ -165,3 +165,32 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	return v
 }
+
+// A replay that answers past the live head that triggered it is cut at the
+// head: the live batches from there on are applied from the live stream,
+// not dropped as duplicates of replayed ones (an engine that publishes
+// while it replays does this honestly; a buggy one could answer 146k
+// batches).
+func TestReplayStopsAtTheLiveHead(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	p := newPeer(t, ctx, true, false)
+	s := start(t, ctx, p, true)
+	p.waitSubscribed()
+	p.publish(0, stored(0), false)
+	p.publish(1, stored(1), true) // lost: the gap
+	p.mu.Lock()
+	for seq := uint64(2); seq < 200; seq++ { // the replay ring runs far past the head
+		p.ring[seq] = stored(seq)
+	}
+	p.mu.Unlock()
+	p.publish(2, stored(2), false) // the live head that triggers the replay
+	updates := next(t, s, 3, nil)
+	p.publish(3, stored(3), false)
+	updates = append(updates, next(t, s, 1, nil)...)
+	want := []got{{"batch", 0, false}, {"batch", 1, true}, {"batch", 2, false}, {"batch", 3, false}}
+	if diff := cmp.Diff(want, updates); diff != "" {
+		t.Errorf("updates (-want +got):\n%s", diff)
+	}
+	cancel()
+}

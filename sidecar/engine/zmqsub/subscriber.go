@@ -248,7 +248,7 @@ func (r *rankSub) live(ctx context.Context, seq uint64, payload []byte) error {
 			// After a reconnect, first ask for the publisher's whole history:
 			// if its ring still starts at 0, the rank is rebuilt exactly
 			// whether or not the engine restarted meanwhile.
-			err := r.replay(ctx, 0, func() error {
+			err := r.replay(ctx, 0, seq, func() error {
 				r.s.m.restarts.WithLabelValues(rank).Inc()
 				if err := r.state(ctx, UpdateRestart); err != nil {
 					return err
@@ -263,7 +263,7 @@ func (r *rankSub) live(ctx context.Context, seq uint64, payload []byte) error {
 		}
 		if !recovered {
 			from := r.seq.want()
-			if err := r.replay(ctx, from, nil); err != nil {
+			if err := r.replay(ctx, from, seq, nil); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
