@@ -36,10 +36,18 @@ type exactPipeline struct {
 	// engineKind returns the engine kind detected from the metrics page
 	// ("" until known), to pick the event decoder when cfg.Engine is auto.
 	engineKind func() engine.Kind
+	// waitEngine waits until the engine's metrics page was scraped once
+	// (readable or not) and returns the block size to start with: the
+	// page's, else the configured one. The set is built with it, so a
+	// partial block arriving first cannot set it.
+	waitEngine func(context.Context) int
 
-	mu      sync.Mutex // protects set and scratch, and serializes the sink
+	mu      sync.Mutex // protects the fields below, and serializes the sink
 	set     *blockset.Set
 	scratch []blockset.Change
+	// engineBlockSize and engineCapacity are what SetEngine said before the
+	// set was built.
+	engineBlockSize, engineCapacity int
 
 	batches atomic.Uint64
 	blocks  atomic.Int64
@@ -61,6 +69,7 @@ func newExactPipeline(cfg Config, waitModel func(context.Context) (string, error
 		cfg: cfg, waitModel: waitModel, sink: sink, log: log.With("component", "events"), reg: reg, m: m,
 		subscribe:  subscribeZMQ,
 		engineKind: func() engine.Kind { return "" },
+		waitEngine: func(context.Context) int { return cfg.BlockSize },
 	}, nil
 }
 
@@ -71,11 +80,19 @@ func (p *exactPipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return nil // shutting down before the engine answered
 	}
-	set, err := blockset.New(blockset.Config{Model: model}, p.log, p.reg)
-	if err != nil {
-		return fmt.Errorf("block set: %w", err)
+	blockSize := p.waitEngine(ctx)
+	if ctx.Err() != nil {
+		return nil
 	}
 	p.mu.Lock()
+	if p.engineBlockSize > 0 {
+		blockSize = p.engineBlockSize
+	}
+	set, err := blockset.New(blockset.Config{Model: model, BlockSize: blockSize, BlocksPerRank: p.engineCapacity}, p.log, p.reg)
+	if err != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("block set: %w", err)
+	}
 	p.set = set
 	p.mu.Unlock()
 	return p.subscribe(ctx, p)
@@ -91,11 +108,9 @@ func (p *exactPipeline) applyBatch(b engine.Batch) {
 	p.set.Apply(b)
 	p.batches.Add(1)
 	p.m.eventBatches.Inc()
-	for _, ev := range b.Events {
-		if _, ok := ev.(engine.AllBlocksCleared); ok {
-			p.incomplete.Store(p.set.Incomplete())
-		}
-	}
+	// AllBlocksCleared makes a rank complete again; a capacity overflow
+	// makes it incomplete.
+	p.incomplete.Store(p.set.Incomplete())
 	p.flushLocked()
 }
 
@@ -181,4 +196,21 @@ func (p *exactPipeline) setsLocked() map[string][]kvblock.Hash {
 		}
 	}
 	return sets
+}
+
+// SetEngine implements exactSource.
+func (p *exactPipeline) SetEngine(blockSize, blocksPerRank int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.set == nil {
+		if blockSize > 0 {
+			p.engineBlockSize = blockSize
+		}
+		p.engineCapacity = blocksPerRank
+		return
+	}
+	p.set.SetBlockSize(blockSize)
+	p.set.SetCapacity(blocksPerRank)
+	p.incomplete.Store(p.set.Incomplete())
+	p.flushLocked()
 }
