@@ -88,7 +88,7 @@ func TestExactBlockSizeIsTheEngines(t *testing.T) {
 	step := runPipeline(t, p)
 	for round := range 2 {
 		step(func(p *exactPipeline) {
-			p.applyBatch(batch(uint64(3*round), storedRun(100, 1, 8)))      // a partial entry
+			p.applyBatch(batch(uint64(3*round), storedRun(100, 1, 8)))    // a partial entry
 			p.applyBatch(batch(uint64(3*round+1), storedRun(200, 4, 16))) // four full blocks
 		})
 		if st := p.Status(); st.Blocks != 4 || !st.Complete {

@@ -49,12 +49,12 @@ type Sidecar struct {
 	exact     exactSource // nil when events are disabled
 	gossip    gossipNode  // nil only in tests
 
-	model      atomic.Pointer[string]
-	blockSize  atomic.Int64
-	modelKnown chan struct{} // closed once model is set
+	model       atomic.Pointer[string]
+	blockSize   atomic.Int64
+	modelKnown  chan struct{} // closed once model is set
 	scraped     chan struct{} // closed after the first scrape, readable or not
 	scrapedOnce sync.Once
-	models     atomic.Pointer[engineModels]
+	models      atomic.Pointer[engineModels]
 
 	// lastLoad is the last scrape's outcome and lastGood the last readable
 	// one, written by the scraper and read by the control loop and the admin
