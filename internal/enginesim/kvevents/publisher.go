@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/inferrail/inferrail/internal/zmtpguard"
 )
 
@@ -46,6 +47,7 @@ type Publisher struct {
 
 	queue   chan *batch
 	guard   zmtpguard.Limits // bounds what peers send the PUB and ROUTER sockets
+	warn    *ratelog.Logger  // for what peers can cause once per message
 	retry   time.Duration    // reconnect interval in connect mode (libzmq's default 100 ms)
 	running atomic.Bool
 	ready   chan struct{} // closed once Run's sockets are up
@@ -100,6 +102,7 @@ func New(cfg Config, rank int, format Format, log *slog.Logger, reg prometheus.R
 		return nil, err
 	}
 	p.queue = make(chan *batch, cfg.MaxQueueSize)
+	p.warn = ratelog.New(p.log, 10*time.Second)
 	p.guard = zmtpguard.Limits{MaxMessageBytes: MaxInboundMessageBytes, OnReject: p.rejectPeer}
 	p.ring = newRing(cfg.BufferSteps)
 	return p, nil
@@ -115,7 +118,7 @@ const MaxInboundMessageBytes = 64 << 10
 // the limit or a handshake that timed out). It runs on zmq4's reader.
 func (p *Publisher) rejectPeer(err error) {
 	p.m.rejected.Inc()
-	p.log.Warn("kv events peer rejected", "err", err)
+	p.warn.Warn("kv events peer rejected", "err", err)
 }
 
 // Enabled reports whether p publishes (false: every call is discarded).

@@ -148,7 +148,7 @@ func (p *Publisher) serveReplay(router zmq4.Socket) {
 		}
 		p.m.replayRequests.Inc()
 		if len(msg.Frames) != 3 {
-			p.log.Warn("invalid replay request", "frames", len(msg.Frames))
+			p.warn.Warn("invalid replay request", "frames", len(msg.Frames))
 			continue
 		}
 		id, start := msg.Frames[0], startSeq(msg.Frames[2])
@@ -160,12 +160,12 @@ func (p *Publisher) serveReplay(router zmq4.Socket) {
 		p.log.Debug("replay", "start_seq", start, "batches", len(entries))
 		for _, e := range entries {
 			if err := router.SendMulti(newMsg(id, nil, p.topic, seqBytes(e.seq), e.payload)); err != nil {
-				p.log.Warn("send replay batch", "seq", e.seq, "err", err)
+				p.warn.Warn("send replay batch", "seq", e.seq, "err", err)
 				break
 			}
 		}
 		if err := router.SendMulti(newMsg(id, nil, nil, endSeq, nil)); err != nil {
-			p.log.Warn("send replay end marker", "err", err)
+			p.warn.Warn("send replay end marker", "err", err)
 		}
 	}
 }

@@ -194,3 +194,33 @@ func TestReplayStopsAtTheLiveHead(t *testing.T) {
 	}
 	cancel()
 }
+
+// An engine (or impostor) that publishes nothing but undecodable batches
+// gets a few log lines, not one per batch.
+func TestUndecodableBatchesAreLoggedRateLimited(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	p := newPeer(t, ctx, false, false)
+	var logs lockedBuffer
+	s, err := zmqsub.New(zmqsub.Config{Host: "127.0.0.1", BasePort: port(p.pub), Topic: "kv@"}, vllm.DecodeBatch,
+		slog.New(slog.NewTextHandler(&logs, nil)), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	p.waitSubscribed()
+	const n = 50
+	for seq := range uint64(n) {
+		p.publish(seq, []byte{0xc1}, false) // 0xc1 is never valid msgpack
+	}
+	next(t, s, n, nil) // one "incomplete" per batch
+	cancel()
+	<-done
+	out := logs.String()
+	lines := strings.Count(out, "undecodable kv event batch")
+	// One line per 10 s interval; fewer than 5 unless the 50 batches took 40 s.
+	if lines < 1 || lines >= 5 {
+		t.Errorf("%d log lines for %d undecodable batches, want 1 and a suppressed count:\n%s", lines, n, out)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/inferrail/inferrail/internal/zmtpguard"
 	"github.com/inferrail/inferrail/sidecar/engine"
 )
@@ -106,16 +107,23 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	for i := range s.cfg.Ranks {
 		r := &rankSub{s: s, rank: s.cfg.FirstRank + i}
+		r.warn = ratelog.New(r.log(), logEvery)
 		g.Go(func() error { return r.run(ctx) })
 	}
 	return g.Wait()
 }
+
+// logEvery is the least time between two log lines of one kind per rank.
+const logEvery = 10 * time.Second
 
 // rankSub is one rank's subscription; its fields are owned by its goroutine.
 type rankSub struct {
 	s    *Subscriber
 	rank int
 	seq  seqState
+	// warn logs what a publisher can cause once per message (restarts,
+	// gaps, undecodable batches) at most once per logEvery per message.
+	warn *ratelog.Logger
 	// probeRestart is set when a session starts after an earlier one had
 	// received messages: a gap in its first message may hide a publisher
 	// restart (on the same host, a dropped connection usually means the
@@ -229,7 +237,7 @@ func (r *rankSub) live(ctx context.Context, seq uint64, payload []byte) error {
 		return nil
 	case actRestart:
 		r.s.m.restarts.WithLabelValues(rank).Inc()
-		r.log().Warn("kv event publisher restarted", "seq", seq)
+		r.warn.Warn("kv event publisher restarted", "seq", seq)
 		if err := r.state(ctx, UpdateRestart); err != nil {
 			return err
 		}
@@ -267,7 +275,7 @@ func (r *rankSub) live(ctx context.Context, seq uint64, payload []byte) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				r.log().Warn("kv event replay failed", "from", from, "err", err)
+				r.warn.Warn("kv event replay failed", "from", from, "err", err)
 			}
 		}
 	}
@@ -286,7 +294,7 @@ func (r *rankSub) live(ctx context.Context, seq uint64, payload []byte) error {
 // giveUp reports batches from..to-1 as lost for good.
 func (r *rankSub) giveUp(ctx context.Context, from, to uint64) error {
 	r.s.m.incomplete.WithLabelValues(strconv.Itoa(r.rank)).Inc()
-	r.log().Warn("kv events lost; rank incomplete", "from", from, "to", to)
+	r.warn.Warn("kv events lost; rank incomplete", "from", from, "to", to)
 	if err := r.state(ctx, UpdateIncomplete); err != nil {
 		return err
 	}
@@ -302,7 +310,7 @@ func (r *rankSub) apply(ctx context.Context, seq uint64, payload []byte, replaye
 	b, err := r.s.decode(payload)
 	if err != nil {
 		r.s.m.decodeErrors.WithLabelValues(strconv.Itoa(r.rank)).Inc()
-		r.log().Warn("undecodable kv event batch", "seq", seq, "err", err)
+		r.warn.Warn("undecodable kv event batch", "seq", seq, "err", err)
 		if err := r.state(ctx, UpdateIncomplete); err != nil {
 			return err
 		}
