@@ -126,4 +126,3 @@ func wantedName(name []byte, wanted map[string]bool) (string, bool) {
 	}
 	return "", false
 }
-
