@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -42,6 +41,10 @@ type exactPipeline struct {
 	// partial block arriving first cannot set it.
 	waitEngine func(context.Context) int
 
+	// setReady is closed once Run built the set (or failed to): applying
+	// waits for it.
+	setReady chan struct{}
+
 	mu      sync.Mutex // protects the fields below, and serializes the sink
 	set     *blockset.Set
 	scratch []blockset.Change
@@ -70,6 +73,7 @@ func newExactPipeline(cfg Config, waitModel func(context.Context) (string, error
 		subscribe:  subscribeZMQ,
 		engineKind: func() engine.Kind { return "" },
 		waitEngine: func(context.Context) int { return cfg.BlockSize },
+		setReady:   make(chan struct{}),
 	}, nil
 }
 
@@ -80,26 +84,34 @@ func (p *exactPipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return nil // shutting down before the engine answered
 	}
+	// Subscribe at once (batches wait in the subscriber's buffer, and a
+	// batch that waits too long is replayed), and build the set when the
+	// engine's block size is known: applying waits for it.
+	go p.buildSet(ctx, model)
+	return p.subscribe(ctx, p)
+}
+
+// buildSet builds the block set once the first scrape said the engine's
+// block size (or failed), then lets applying start.
+func (p *exactPipeline) buildSet(ctx context.Context, model string) {
+	defer close(p.setReady)
 	blockSize := p.waitEngine(ctx)
-	if ctx.Err() != nil {
-		return nil
-	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.engineBlockSize > 0 {
 		blockSize = p.engineBlockSize
 	}
 	set, err := blockset.New(blockset.Config{Model: model, BlockSize: blockSize, BlocksPerRank: p.engineCapacity}, p.log, p.reg)
 	if err != nil {
-		p.mu.Unlock()
-		return fmt.Errorf("block set: %w", err)
+		p.log.Error("block set not built: KV events are ignored", "err", err)
+		return
 	}
 	p.set = set
-	p.mu.Unlock()
-	return p.subscribe(ctx, p)
 }
 
 // applyBatch applies one in-order batch (live or replayed).
 func (p *exactPipeline) applyBatch(b engine.Batch) {
+	<-p.setReady
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.set == nil {
@@ -117,6 +129,7 @@ func (p *exactPipeline) applyBatch(b engine.Batch) {
 // clearRank drops a rank's blocks: the publisher restarted (incomplete
 // false) or a gap could not be filled (incomplete true).
 func (p *exactPipeline) clearRank(rank int, incomplete bool) {
+	<-p.setReady
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.set == nil {
