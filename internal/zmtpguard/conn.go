@@ -78,11 +78,13 @@ func (c *Conn) fail(err error) error {
 	return err
 }
 
+// reject reports err, then closes the connection (so that whoever sees the
+// close also sees the report).
 func (c *Conn) reject(err error) {
-	_ = c.Conn.Close()
 	if c.lim.OnReject != nil {
 		c.lim.OnReject(err)
 	}
+	_ = c.Conn.Close()
 }
 
 func (c *Conn) remote() string {
