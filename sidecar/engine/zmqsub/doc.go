@@ -29,6 +29,10 @@
 // first asks the replay socket for the whole history from 0: when the ring
 // still starts there, it sends UpdateRestart and rebuilds the rank from it.
 //
+// Every connection goes through internal/zmtpguard: a message over
+// Config.MaxMessageBytes, or a handshake longer than DialTimeout, fails the
+// connection before zmq4 allocates it (docs/adr/0008-zmtp-frame-limit.md).
+//
 // Not detectable: a sidecar that starts next to an idle engine which already
 // holds blocks learns nothing until the engine publishes again.
 package zmqsub
