@@ -15,6 +15,7 @@ import (
 	gometrics "github.com/hashicorp/go-metrics"
 	"github.com/hashicorp/memberlist"
 	"github.com/inferrail/inferrail/gossip/summary"
+	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -39,6 +40,7 @@ var _ SummarySource = (*summary.Builder)(nil)
 type Node struct {
 	cfg   Config
 	log   *slog.Logger
+	warn  *ratelog.Logger // for what peers can cause once per message
 	m     *metrics
 	ml    *memberlist.Memberlist
 	fleet *Fleet
@@ -79,6 +81,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error)
 	n := &Node{
 		cfg:         cfg,
 		log:         log,
+		warn:        ratelog.New(log, logEvery),
 		inbox:       make(chan []byte, cfg.InboxSize),
 		snapPending: make(map[string]bool),
 		snapWake:    make(chan struct{}, 1),
@@ -379,7 +382,7 @@ var _ memberlist.EventDelegate = events{}
 func (e events) meta(node *memberlist.Node) Meta {
 	m, err := UnmarshalMeta(node.Meta)
 	if err != nil {
-		e.n.log.Warn("bad node metadata", "member", node.Name, "err", err)
+		e.n.warn.Warn("bad node metadata", "member", node.Name, "err", err)
 	}
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/gossip"
+	"github.com/inferrail/inferrail/sidecar/engine/zmqsub"
 )
 
 // Engine kinds accepted by Config.Engine.
@@ -73,6 +74,10 @@ type KVEventsConfig struct {
 	// single event batch arriving before the engine is declared silent and
 	// the approximate set takes over.
 	SilentGrace time.Duration `yaml:"silent_grace"`
+	// MaxMessageBytes bounds one message read from the engine's PUB and
+	// replay sockets; a peer that declares a larger one is disconnected
+	// before anything is allocated (docs/adr/0008-zmtp-frame-limit.md).
+	MaxMessageBytes int64 `yaml:"max_message_bytes"`
 }
 
 // ScrapeConfig bounds the engine metrics scrape.
@@ -155,6 +160,7 @@ func DefaultConfig() Config {
 		KVEvents: KVEventsConfig{
 			DataParallelSize: 1,
 			SilentGrace:      10 * time.Second,
+			MaxMessageBytes:  zmqsub.DefaultMaxMessageBytes,
 		},
 		Scrape: ScrapeConfig{
 			Path:     "/metrics",
@@ -227,6 +233,9 @@ func (c Config) Validate() error {
 	}
 	if c.KVEvents.SilentGrace <= 0 {
 		bad("kv_events.silent_grace", c.KVEvents.SilentGrace, "must be > 0")
+	}
+	if c.KVEvents.MaxMessageBytes < 1<<10 || c.KVEvents.MaxMessageBytes > 1<<30 {
+		bad("kv_events.max_message_bytes", c.KVEvents.MaxMessageBytes, "must be in 1024..1073741824")
 	}
 	if !strings.HasPrefix(c.Scrape.Path, "/") {
 		bad("scrape.path", c.Scrape.Path, "must start with /")

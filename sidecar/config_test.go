@@ -20,7 +20,7 @@ func TestLoadConfigFileGood(t *testing.T) {
 	full.ShutdownTimeout = 20 * time.Second
 	full.KVEvents = KVEventsConfig{
 		Endpoint: "tcp://127.0.0.1:5557", ReplayEndpoint: "tcp://127.0.0.1:6557", Topic: "kv-events",
-		DataParallelSize: 2, SilentGrace: 5 * time.Second,
+		DataParallelSize: 2, SilentGrace: 5 * time.Second, MaxMessageBytes: 8 << 20,
 	}
 	full.Scrape = ScrapeConfig{Path: "/metrics", Interval: 100 * time.Millisecond, Timeout: 250 * time.Millisecond, MaxBytes: 1 << 20}
 	full.Proxy = ProxyConfig{MaxIdleConnsPerHost: 256, DialTimeout: time.Second, MaxInspectBytes: 4 << 20}
@@ -126,6 +126,7 @@ func TestValidateEachField(t *testing.T) {
 		{"scrape max bytes", func(c *Config) { c.Scrape.MaxBytes = 10 }, "scrape.max_bytes"},
 		{"scrape path", func(c *Config) { c.Scrape.Path = "metrics" }, "scrape.path"},
 		{"silent grace", func(c *Config) { c.KVEvents.SilentGrace = 0 }, "kv_events.silent_grace"},
+		{"max message bytes", func(c *Config) { c.KVEvents.MaxMessageBytes = 1 << 40 }, "kv_events.max_message_bytes"},
 		{"pool", func(c *Config) { c.Proxy.MaxIdleConnsPerHost = 0 }, "proxy.max_idle_conns_per_host"},
 		{"dial timeout", func(c *Config) { c.Proxy.DialTimeout = -1 }, "proxy.dial_timeout"},
 		{"capacity", func(c *Config) { c.Summary.Capacity = -1 }, "summary.capacity"},

@@ -39,6 +39,11 @@ type exactSource interface {
 	// Snapshot returns a copy of the whole exact set, for debugging; unlike
 	// Resync it does not count as a summary rebuild.
 	Snapshot() map[string][]kvblock.Hash
+	// SetEngine passes what the engine's metrics page says: its block size
+	// (0 unknown), authoritative over the one the set started with, and its
+	// GPU blocks per data-parallel engine (0 unknown), which bounds each
+	// rank's set. It must not block for long.
+	SetEngine(blockSize, blocksPerRank int)
 }
 
 // controller owns the sidecar's state machine: which block set feeds the
@@ -123,9 +128,18 @@ func (c *controller) resetExact(reason string) {
 // one H100's worth of 16-token blocks for an 8B model.
 const defaultCapacity = 32768
 
-// engineSample takes a readable scrape's capacity into account.
+// engineSample takes a readable scrape's block size and capacity into
+// account.
 func (c *controller) engineSample(l engine.Load) {
 	c.detectRestart(l)
+	if c.exact != nil {
+		perRank := 0
+		if l.NumGPUBlocks > 0 {
+			engines := max(l.Engines, 1)
+			perRank = (l.NumGPUBlocks + engines - 1) / engines
+		}
+		c.exact.SetEngine(l.BlockSize, perRank)
+	}
 	n := l.NumGPUBlocks
 	if n <= 0 {
 		if c.capacity != 0 {

@@ -19,6 +19,8 @@ type fakeExact struct {
 	st   exactStatus
 	sets map[string][]kvblock.Hash
 	sink blockSink
+	// blockSize and blocksPerRank are the last SetEngine's.
+	blockSize, blocksPerRank int
 }
 
 func (f *fakeExact) Run(ctx context.Context) error { <-ctx.Done(); return nil }
@@ -33,6 +35,12 @@ func (f *fakeExact) Resync(fn func(map[string][]kvblock.Hash, bool)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(f.sets, f.st.Complete)
+}
+
+func (f *fakeExact) SetEngine(blockSize, blocksPerRank int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.blockSize, f.blocksPerRank = blockSize, blocksPerRank
 }
 
 func (f *fakeExact) Snapshot() map[string][]kvblock.Hash {
@@ -271,5 +279,25 @@ func TestControllerEngineRestartDropsApprox(t *testing.T) {
 	}
 	if v := metricValue(t, r.m.engineRestarts); v != 1 {
 		t.Errorf("engine restarts = %v, want 1", v)
+	}
+}
+
+// The engine's block size and its capacity per data-parallel engine go to
+// the exact set on every readable scrape.
+func TestEngineSampleBoundsTheExactSet(t *testing.T) {
+	r := newControllerRig(t, true, 0)
+	r.ctl.engineSample(engine.Load{NumGPUBlocks: 27501, Engines: 2, BlockSize: 16})
+	r.exact.mu.Lock()
+	bs, per := r.exact.blockSize, r.exact.blocksPerRank
+	r.exact.mu.Unlock()
+	if bs != 16 || per != 13751 {
+		t.Errorf("SetEngine(%d, %d), want (16, 13751)", bs, per)
+	}
+	r.ctl.engineSample(engine.Load{Running: 1}) // a page without cache_config_info: no bound
+	r.exact.mu.Lock()
+	bs, per = r.exact.blockSize, r.exact.blocksPerRank
+	r.exact.mu.Unlock()
+	if bs != 0 || per != 0 {
+		t.Errorf("SetEngine(%d, %d), want (0, 0)", bs, per)
 	}
 }

@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -36,10 +35,22 @@ type exactPipeline struct {
 	// engineKind returns the engine kind detected from the metrics page
 	// ("" until known), to pick the event decoder when cfg.Engine is auto.
 	engineKind func() engine.Kind
+	// waitEngine waits until the engine's metrics page was scraped once
+	// (readable or not) and returns the block size to start with: the
+	// page's, else the configured one. The set is built with it, so a
+	// partial block arriving first cannot set it.
+	waitEngine func(context.Context) int
 
-	mu      sync.Mutex // protects set and scratch, and serializes the sink
+	// setReady is closed once Run built the set (or failed to): applying
+	// waits for it.
+	setReady chan struct{}
+
+	mu      sync.Mutex // protects the fields below, and serializes the sink
 	set     *blockset.Set
 	scratch []blockset.Change
+	// engineBlockSize and engineCapacity are what SetEngine said before the
+	// set was built.
+	engineBlockSize, engineCapacity int
 
 	batches atomic.Uint64
 	blocks  atomic.Int64
@@ -61,6 +72,8 @@ func newExactPipeline(cfg Config, waitModel func(context.Context) (string, error
 		cfg: cfg, waitModel: waitModel, sink: sink, log: log.With("component", "events"), reg: reg, m: m,
 		subscribe:  subscribeZMQ,
 		engineKind: func() engine.Kind { return "" },
+		waitEngine: func(context.Context) int { return cfg.BlockSize },
+		setReady:   make(chan struct{}),
 	}, nil
 }
 
@@ -71,18 +84,34 @@ func (p *exactPipeline) Run(ctx context.Context) error {
 	if err != nil {
 		return nil // shutting down before the engine answered
 	}
-	set, err := blockset.New(blockset.Config{Model: model}, p.log, p.reg)
-	if err != nil {
-		return fmt.Errorf("block set: %w", err)
-	}
-	p.mu.Lock()
-	p.set = set
-	p.mu.Unlock()
+	// Subscribe at once (batches wait in the subscriber's buffer, and a
+	// batch that waits too long is replayed), and build the set when the
+	// engine's block size is known: applying waits for it.
+	go p.buildSet(ctx, model)
 	return p.subscribe(ctx, p)
+}
+
+// buildSet builds the block set once the first scrape said the engine's
+// block size (or failed), then lets applying start.
+func (p *exactPipeline) buildSet(ctx context.Context, model string) {
+	defer close(p.setReady)
+	blockSize := p.waitEngine(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.engineBlockSize > 0 {
+		blockSize = p.engineBlockSize
+	}
+	set, err := blockset.New(blockset.Config{Model: model, BlockSize: blockSize, BlocksPerRank: p.engineCapacity}, p.log, p.reg)
+	if err != nil {
+		p.log.Error("block set not built: KV events are ignored", "err", err)
+		return
+	}
+	p.set = set
 }
 
 // applyBatch applies one in-order batch (live or replayed).
 func (p *exactPipeline) applyBatch(b engine.Batch) {
+	<-p.setReady
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.set == nil {
@@ -91,17 +120,16 @@ func (p *exactPipeline) applyBatch(b engine.Batch) {
 	p.set.Apply(b)
 	p.batches.Add(1)
 	p.m.eventBatches.Inc()
-	for _, ev := range b.Events {
-		if _, ok := ev.(engine.AllBlocksCleared); ok {
-			p.incomplete.Store(p.set.Incomplete())
-		}
-	}
+	// AllBlocksCleared makes a rank complete again; a capacity overflow
+	// makes it incomplete.
+	p.incomplete.Store(p.set.Incomplete())
 	p.flushLocked()
 }
 
 // clearRank drops a rank's blocks: the publisher restarted (incomplete
 // false) or a gap could not be filled (incomplete true).
 func (p *exactPipeline) clearRank(rank int, incomplete bool) {
+	<-p.setReady
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.set == nil {
@@ -181,4 +209,21 @@ func (p *exactPipeline) setsLocked() map[string][]kvblock.Hash {
 		}
 	}
 	return sets
+}
+
+// SetEngine implements exactSource.
+func (p *exactPipeline) SetEngine(blockSize, blocksPerRank int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.set == nil {
+		if blockSize > 0 {
+			p.engineBlockSize = blockSize
+		}
+		p.engineCapacity = blocksPerRank
+		return
+	}
+	p.set.SetBlockSize(blockSize)
+	p.set.SetCapacity(blocksPerRank)
+	p.incomplete.Store(p.set.Incomplete())
+	p.flushLocked()
 }

@@ -18,6 +18,7 @@ func TestExactPipeline(t *testing.T) {
 	m := newMetrics(prometheus.NewRegistry(), nil)
 	sink := &setSink{set: map[kvblock.Hash]int{}}
 	cfg := DefaultConfig()
+	cfg.BlockSize = 4
 	cfg.KVEvents.Endpoint = "tcp://127.0.0.1:5557"
 	p, err := newExactPipeline(cfg, func(context.Context) (string, error) { return "m", nil }, sink, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), m)
 	if err != nil {

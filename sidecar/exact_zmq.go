@@ -3,9 +3,13 @@ package sidecar
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/ratelog"
 
 	"github.com/inferrail/inferrail/sidecar/engine"
 	"github.com/inferrail/inferrail/sidecar/engine/sglang"
@@ -44,7 +48,7 @@ func subscribeZMQ(ctx context.Context, p *exactPipeline) error {
 	if err != nil {
 		return err
 	}
-	zc := zmqsub.Config{Host: host, BasePort: port, Ranks: kv.DataParallelSize, Topic: kv.Topic}
+	zc := zmqsub.Config{Host: host, BasePort: port, Ranks: kv.DataParallelSize, Topic: kv.Topic, MaxMessageBytes: kv.MaxMessageBytes}
 	if kv.ReplayEndpoint != "" {
 		if _, zc.ReplayBasePort, err = splitTCPEndpoint(kv.ReplayEndpoint); err != nil {
 			return err
@@ -59,6 +63,7 @@ func subscribeZMQ(ctx context.Context, p *exactPipeline) error {
 	g.Go(func() error { return sub.Run(ctx) })
 	g.Go(func() error {
 		replaying := map[int]bool{}
+		warn := ratelog.New(p.log, 10*time.Second)
 		for u := range sub.Updates() {
 			switch u.Kind {
 			case zmqsub.UpdateBatch:
@@ -68,10 +73,10 @@ func subscribeZMQ(ctx context.Context, p *exactPipeline) error {
 				replaying[u.Rank] = u.Replayed
 				p.applyBatch(u.Batch)
 			case zmqsub.UpdateRestart:
-				p.log.Warn("engine KV-event publisher restarted: clearing its blocks", "rank", u.Rank)
+				warn.LogKey(slog.LevelWarn, "restart "+strconv.Itoa(u.Rank), "engine KV-event publisher restarted: clearing its blocks", "rank", u.Rank)
 				p.clearRank(u.Rank, false)
 			case zmqsub.UpdateIncomplete:
-				p.log.Warn("KV events lost for good: clearing the rank, summary incomplete until the engine clears or restarts it", "rank", u.Rank)
+				warn.LogKey(slog.LevelWarn, "lost "+strconv.Itoa(u.Rank), "KV events lost for good: clearing the rank, summary incomplete until the engine clears or restarts it", "rank", u.Rank)
 				p.gap(false)
 				p.clearRank(u.Rank, true)
 			}

@@ -158,7 +158,7 @@ type autoParser struct {
 }
 
 func (a *autoParser) parse(r io.Reader, maxBytes int64) (engine.Load, error) {
-	p, err := engine.ParsePage(r, maxBytes)
+	p, err := engine.ParsePageFor(r, maxBytes, a.tables...)
 	if err != nil {
 		return engine.Load{}, err
 	}

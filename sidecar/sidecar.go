@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,10 +49,12 @@ type Sidecar struct {
 	exact     exactSource // nil when events are disabled
 	gossip    gossipNode  // nil only in tests
 
-	model      atomic.Pointer[string]
-	blockSize  atomic.Int64
-	modelKnown chan struct{} // closed once model is set
-	models     atomic.Pointer[engineModels]
+	model       atomic.Pointer[string]
+	blockSize   atomic.Int64
+	modelKnown  chan struct{} // closed once model is set
+	scraped     chan struct{} // closed after the first scrape, readable or not
+	scrapedOnce sync.Once
+	models      atomic.Pointer[engineModels]
 
 	// lastLoad is the last scrape's outcome and lastGood the last readable
 	// one, written by the scraper and read by the control loop and the admin
@@ -92,6 +95,7 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sidecar, erro
 			return nil, err
 		}
 		ex.engineKind = s.engineKind
+		ex.waitEngine = s.waitScraped
 		s.exact = ex
 	}
 	g, err := newGossip(cfg, s.feed, log, reg)
@@ -111,7 +115,7 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 	if err != nil {
 		return nil, fmt.Errorf("engine url: %w", err)
 	}
-	s := &Sidecar{cfg: cfg, log: log, reg: reg, engineURL: u, modelKnown: make(chan struct{})}
+	s := &Sidecar{cfg: cfg, log: log, reg: reg, engineURL: u, modelKnown: make(chan struct{}), scraped: make(chan struct{})}
 	s.blockSize.Store(int64(cfg.BlockSize))
 	if cfg.Model != "" {
 		s.setModel(cfg.Model)

@@ -37,10 +37,21 @@ func (s *Sidecar) waitModel(ctx context.Context) (string, error) {
 	}
 }
 
+// waitScraped waits for the first scrape (readable or not) and returns the
+// block size known then: the engine's, else the configured one.
+func (s *Sidecar) waitScraped(ctx context.Context) int {
+	select {
+	case <-s.scraped:
+	case <-ctx.Done():
+	}
+	return int(s.blockSize.Load())
+}
+
 func (s *Sidecar) onScrape(l engine.Load, err error) {
 	if err == nil && l.BlockSize > 0 {
 		s.blockSize.Store(int64(l.BlockSize))
 	}
+	defer s.scrapedOnce.Do(func() { close(s.scraped) })
 	o := &scrapeOutcome{load: l, err: err, at: time.Now()}
 	s.lastLoad.Store(o)
 	if err == nil {

@@ -38,7 +38,7 @@ func (s *Set) stored(r int, ev engine.BlockStored) {
 				s.stats.SkippedPlaceholder++
 				continue
 			}
-			s.addSlot(m, sl)
+			s.addSlot(rs, m, sl)
 			s.stats.PlaceholderMapped++
 		}
 		return
@@ -92,21 +92,40 @@ func (s *Set) put(rs *rankState, h uint64, router kvblock.Hash, sl slot) {
 		m = &mapping{router: router}
 		rs.engine[h] = m
 	} else if m.router != router {
+		if onGPU(m.slots) {
+			rs.gpu--
+		}
 		for _, old := range m.slots {
 			s.release(m.router, old.medium)
 		}
 		m.slots = m.slots[:0]
 		m.router = router
 	}
-	s.addSlot(m, sl)
+	s.addSlot(rs, m, sl)
 }
 
-func (s *Set) addSlot(m *mapping, sl slot) {
+func (s *Set) addSlot(rs *rankState, m *mapping, sl slot) {
 	if slices.Contains(m.slots, sl) {
 		return
 	}
+	if sl.medium == gpuMedium && !onGPU(m.slots) {
+		rs.gpu++
+	}
 	m.slots = append(m.slots, sl)
 	s.hold(m.router, sl.medium)
+}
+
+// gpuMedium is the GPU's medium index (the first interned).
+const gpuMedium = 0
+
+// onGPU reports whether a mapping has a GPU slot (in any group).
+func onGPU(slots []slot) bool {
+	for _, sl := range slots {
+		if sl.medium == gpuMedium {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Set) removed(r int, ev engine.BlockRemoved) {
@@ -124,6 +143,9 @@ func (s *Set) removed(r int, ev engine.BlockRemoved) {
 			continue
 		}
 		m.slots = slices.Delete(m.slots, i, i+1)
+		if sl.medium == gpuMedium && !onGPU(m.slots) {
+			rs.gpu--
+		}
 		s.release(m.router, sl.medium)
 		s.stats.Removed++
 		if len(m.slots) == 0 {

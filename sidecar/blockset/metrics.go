@@ -1,13 +1,19 @@
 package blockset
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/inferrail/inferrail/internal/ratelog"
 )
 
 // metrics are the block set's Prometheus metrics.
 type metrics struct {
-	stored, removed, clears prometheus.Counter
-	skipped                 *prometheus.CounterVec
+	stored, removed, clears, overflows prometheus.Counter
+	skipped                            *prometheus.CounterVec
+	// overflowLog logs capacity overflows at most once a minute.
+	overflowLog *ratelog.Logger
 }
 
 func newMetrics(s *Set, reg prometheus.Registerer) *metrics {
@@ -24,6 +30,11 @@ func newMetrics(s *Set, reg prometheus.Registerer) *metrics {
 			Name: "inferrail_sidecar_blockset_rank_clears_total",
 			Help: "Ranks cleared (AllBlocksCleared, publisher restart, unfilled gap).",
 		}),
+		overflows: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "inferrail_sidecar_blockset_capacity_overflows_total",
+			Help: "Ranks cleared (and marked incomplete) for holding more GPU blocks than the engine's num_gpu_blocks.",
+		}),
+		overflowLog: ratelog.New(s.log, time.Minute),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inferrail_sidecar_blockset_skipped_blocks_total",
 			Help: "Announced blocks not held, by reason.",
@@ -45,7 +56,7 @@ func newMetrics(s *Set, reg prometheus.Registerer) *metrics {
 		}
 		return 0
 	})
-	reg.MustRegister(m.stored, m.removed, m.clears, m.skipped, blocks, incomplete)
+	reg.MustRegister(m.stored, m.removed, m.clears, m.overflows, m.skipped, blocks, incomplete)
 	return m
 }
 
@@ -54,6 +65,7 @@ func (m *metrics) observe(before, after Stats) {
 	m.stored.Add(float64(after.Stored - before.Stored))
 	m.removed.Add(float64(after.Removed - before.Removed))
 	m.clears.Add(float64(after.Clears - before.Clears))
+	m.overflows.Add(float64(after.Overflows - before.Overflows))
 	for _, r := range [...]struct {
 		reason string
 		d      int

@@ -19,9 +19,17 @@ const DefaultMaxPendingChanges = 1 << 20
 type Config struct {
 	// Model is the served model name that seeds router hashes (required).
 	Model string
-	// BlockSize is the engine's block size in tokens; 0 learns it from the
-	// first full-attention BlockStored.
+	// BlockSize is the engine's block size in tokens, as its metrics report
+	// it (SetBlockSize corrects it). BlockStored events of a smaller size are
+	// partial entries and of a larger one another KV-cache group's: both are
+	// skipped (docs/sidecar.md). 0 learns it from the first full-attention
+	// BlockStored, which a partial entry can get wrong: only for tools and
+	// tests without the engine's metrics.
 	BlockSize int
+	// BlocksPerRank bounds the GPU blocks one rank may hold (the engine's
+	// num_gpu_blocks per data-parallel engine; SetCapacity corrects it). 0 is
+	// no bound.
+	BlocksPerRank int
 	// MaxPendingChanges bounds the change feed; when more changes accumulate
 	// before Drain, the feed reports an overflow and the consumer rebuilds
 	// from Blocks. 0 means DefaultMaxPendingChanges.
@@ -36,6 +44,9 @@ func (c Config) Validate() error {
 	}
 	if c.BlockSize < 0 {
 		errs = append(errs, fmt.Errorf("blockset.block_size must be >= 0, got %d", c.BlockSize))
+	}
+	if c.BlocksPerRank < 0 {
+		errs = append(errs, fmt.Errorf("blockset.blocks_per_rank must be >= 0, got %d", c.BlocksPerRank))
 	}
 	if c.MaxPendingChanges < 0 {
 		errs = append(errs, fmt.Errorf("blockset.max_pending_changes must be >= 0, got %d", c.MaxPendingChanges))
@@ -66,8 +77,12 @@ type Stats struct {
 	PlaceholderMapped int
 	// Skipped blocks, by reason.
 	SkippedPlaceholder, SkippedPartial, SkippedGroup, SkippedOrphan, SkippedOpaque, SkippedLoRA int
-	// Clears of a rank (AllBlocksCleared, restarts, unfilled gaps).
+	// Clears of a rank (AllBlocksCleared, restarts, unfilled gaps, overflows,
+	// block-size corrections).
 	Clears int
+	// Overflows counts ranks cleared for holding more GPU blocks than the
+	// engine has.
+	Overflows int
 }
 
 // maxMedia bounds the distinct media tracked; further ones share the last
@@ -83,6 +98,7 @@ type Set struct {
 
 	mu        sync.Mutex // protects the fields below
 	blockSize int
+	capacity  int // GPU blocks per rank, 0 unbounded
 	media     []string
 	ranks     map[int]*rankState
 	blocks    map[kvblock.Hash]*holders
@@ -95,6 +111,7 @@ type Set struct {
 
 type rankState struct {
 	engine     map[uint64]*mapping
+	gpu        int // engine hashes with a GPU slot
 	incomplete bool
 }
 
@@ -129,6 +146,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Set, error) 
 		cfg:       cfg,
 		log:       log,
 		blockSize: cfg.BlockSize,
+		capacity:  cfg.BlocksPerRank,
 		media:     []string{engine.MediumGPU, engine.MediumCPU},
 		ranks:     map[int]*rankState{},
 		blocks:    map[kvblock.Hash]*holders{},
@@ -145,8 +163,49 @@ func (s *Set) BlockSize() int {
 	return s.blockSize
 }
 
+// SetBlockSize sets the engine's block size as its metrics report it. When
+// it differs from the size in use, the blocks held were hashed with the wrong
+// size and those skipped are unknown: every rank is cleared and marked
+// incomplete (until the engine clears or restarts it).
+func (s *Set) SetBlockSize(n int) {
+	if n <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n == s.blockSize {
+		return
+	}
+	old := s.blockSize
+	s.blockSize = n
+	before := s.stats
+	for r, rs := range s.ranks {
+		if len(rs.engine) > 0 || old != 0 {
+			s.clearRank(r, true)
+		}
+	}
+	s.m.observe(before, s.stats)
+	s.log.Warn("the engine's block size differs from the one the block set used: ranks cleared, incomplete until the engine clears them",
+		"block_size", n, "was", old)
+}
+
+// SetCapacity sets the GPU blocks one rank may hold (0: no bound). A rank
+// over it is cleared at once, as in Apply.
+func (s *Set) SetCapacity(blocksPerRank int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.capacity = max(blocksPerRank, 0)
+	before := s.stats
+	for r := range s.ranks {
+		s.checkCapacity(r)
+	}
+	s.m.observe(before, s.stats)
+}
+
 // Apply applies a batch's events to the rank named by b.Rank (0 when
-// negative), in order.
+// negative), in order. A rank that then holds more GPU blocks than the
+// engine's capacity has diverged from the engine (a lost removal, a bogus
+// replay): it is cleared and marked incomplete.
 func (s *Set) Apply(b engine.Batch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -162,7 +221,22 @@ func (s *Set) Apply(b engine.Batch) {
 			s.clearRank(rank, false)
 		}
 	}
+	s.checkCapacity(rank)
 	s.m.observe(before, s.stats)
+}
+
+// checkCapacity clears rank r as incomplete when it holds more GPU blocks
+// than the capacity.
+func (s *Set) checkCapacity(r int) {
+	rs := s.ranks[r]
+	if s.capacity <= 0 || rs == nil || rs.gpu <= s.capacity {
+		return
+	}
+	held := rs.gpu
+	s.stats.Overflows++
+	s.clearRank(r, true)
+	s.m.overflowLog.Warn("block set rank holds more GPU blocks than the engine has: diverged, cleared and incomplete until the engine clears it",
+		"rank", r, "blocks", held, "capacity", s.capacity)
 }
 
 // ClearRank drops every block of a rank: after a publisher restart
@@ -207,6 +281,7 @@ func (s *Set) clearRank(r int, incomplete bool) {
 		}
 	}
 	clear(rs.engine)
+	rs.gpu = 0
 	rs.incomplete = incomplete
 }
 

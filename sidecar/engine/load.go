@@ -103,7 +103,22 @@ type Page map[string]*dto.MetricFamily
 
 // ParsePage reads at most maxBytes (DefaultMaxPageBytes when <= 0) of a
 // Prometheus text page and parses it.
+// It parses every family; ParsePageFor parses only those a table reads.
 func ParsePage(r io.Reader, maxBytes int64) (Page, error) {
+	buf, err := readPage(r, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(buf))
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics page: %w: %w", ErrUnreadable, err)
+	}
+	return Page(fams), nil
+}
+
+// readPage reads at most maxBytes (DefaultMaxPageBytes when <= 0).
+func readPage(r io.Reader, maxBytes int64) ([]byte, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxPageBytes
 	}
@@ -114,12 +129,7 @@ func ParsePage(r io.Reader, maxBytes int64) (Page, error) {
 	if int64(len(buf)) > maxBytes {
 		return nil, fmt.Errorf("%w: %w: more than %d bytes", ErrUnreadable, ErrPageTooLarge, maxBytes)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(bytes.NewReader(buf))
-	if err != nil {
-		return nil, fmt.Errorf("parse metrics page: %w: %w", ErrUnreadable, err)
-	}
-	return Page(fams), nil
+	return buf, nil
 }
 
 // DetectKind reports which engine exported a page, by its family-name
@@ -146,9 +156,10 @@ func DetectKind(p Page, tables ...MetricNames) (k Kind, ok bool) {
 	return "", false
 }
 
-// ParseLoad reads a page and extracts the load with table t.
+// ParseLoad reads a page and extracts the load with table t, parsing only
+// the families t reads (ParsePageFor).
 func ParseLoad(r io.Reader, maxBytes int64, t MetricNames) (Load, error) {
-	p, err := ParsePage(r, maxBytes)
+	p, err := ParsePageFor(r, maxBytes, t)
 	if err != nil {
 		return Load{}, err
 	}

@@ -15,6 +15,7 @@ type metrics struct {
 	byType         [AllBlocksCleared + 1]prometheus.Counter // children of events
 	dropped        prometheus.Counter
 	replayRequests prometheus.Counter
+	rejected       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, rank int) (*metrics, error) {
@@ -40,6 +41,11 @@ func newMetrics(reg prometheus.Registerer, rank int) (*metrics, error) {
 			Help:        "Requests received on the replay (ROUTER) socket, well-formed or not.",
 			ConstLabels: labels,
 		}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        "inferrail_sim_kv_event_rejected_connections_total",
+			Help:        "Peer connections to the PUB or replay socket closed for a message over the limit or a handshake timeout.",
+			ConstLabels: labels,
+		}),
 	}
 	for _, t := range []EventType{BlockStored, BlockRemoved, AllBlocksCleared} {
 		m.byType[t] = m.events.WithLabelValues(t.String())
@@ -47,7 +53,7 @@ func newMetrics(reg prometheus.Registerer, rank int) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.batches, m.events, m.dropped, m.replayRequests} {
+	for _, c := range []prometheus.Collector{m.batches, m.events, m.dropped, m.replayRequests, m.rejected} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register kv event metrics for rank %d: %w", rank, err)
 		}

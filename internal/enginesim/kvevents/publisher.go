@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/inferrail/inferrail/internal/ratelog"
+	"github.com/inferrail/inferrail/internal/zmtpguard"
 )
 
 // Publisher implements enginesim.KVEventSink. This package does not import
@@ -43,7 +46,9 @@ type Publisher struct {
 	topic          []byte
 
 	queue   chan *batch
-	retry   time.Duration // reconnect interval in connect mode (libzmq's default 100 ms)
+	guard   zmtpguard.Limits // bounds what peers send the PUB and ROUTER sockets
+	warn    *ratelog.Logger  // for what peers can cause once per message
+	retry   time.Duration    // reconnect interval in connect mode (libzmq's default 100 ms)
 	running atomic.Bool
 	ready   chan struct{} // closed once Run's sockets are up
 
@@ -97,8 +102,23 @@ func New(cfg Config, rank int, format Format, log *slog.Logger, reg prometheus.R
 		return nil, err
 	}
 	p.queue = make(chan *batch, cfg.MaxQueueSize)
+	p.warn = ratelog.New(p.log, 10*time.Second)
+	p.guard = zmtpguard.Limits{MaxMessageBytes: MaxInboundMessageBytes, OnReject: p.rejectPeer}
 	p.ring = newRing(cfg.BufferSteps)
 	return p, nil
+}
+
+// MaxInboundMessageBytes bounds a message a peer sends the simulator's
+// sockets: subscriptions on the PUB socket and replay requests on the ROUTER
+// are a few bytes (a topic, an 8-byte sequence number), the ZMTP handshake a
+// few dozen.
+const MaxInboundMessageBytes = 64 << 10
+
+// rejectPeer reports a connection failed by the ZMTP guard (a message over
+// the limit or a handshake that timed out). It runs on zmq4's reader.
+func (p *Publisher) rejectPeer(err error) {
+	p.m.rejected.Inc()
+	p.warn.Warn("kv events peer rejected", "err", err)
 }
 
 // Enabled reports whether p publishes (false: every call is discarded).

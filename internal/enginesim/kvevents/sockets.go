@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/inferrail/inferrail/internal/zmtpguard"
 )
 
 // endSeq is the replay end marker's sequence frame: -1 as a signed 64-bit
@@ -30,6 +32,7 @@ type sockets struct {
 func (p *Publisher) open(ctx context.Context) (*sockets, error) {
 	// The sockets live until close, not until ctx: close orders the shutdown.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	sctx = zmtpguard.WithLimits(sctx, p.guard)
 	s := &sockets{cancel: cancel}
 	zlog := slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)
 
@@ -50,7 +53,7 @@ func (p *Publisher) open(ctx context.Context) (*sockets, error) {
 		return nil, fmt.Errorf("kv events: set hwm %d: %w", p.cfg.HWM, err)
 	}
 	if bind {
-		if err := s.pub.Listen(listenAddress(p.endpoint)); err != nil {
+		if err := s.pub.Listen(zmtpguard.Endpoint(listenAddress(p.endpoint))); err != nil {
 			s.close()
 			return nil, fmt.Errorf("kv events: bind pub socket %s: %w", p.endpoint, err)
 		}
@@ -61,7 +64,7 @@ func (p *Publisher) open(ctx context.Context) (*sockets, error) {
 	var replayAddr string
 	if p.replayEndpoint != "" {
 		s.router = zmq4.NewRouter(sctx, zmq4.WithLogger(zlog))
-		if err := s.router.Listen(listenAddress(p.replayEndpoint)); err != nil {
+		if err := s.router.Listen(zmtpguard.Endpoint(listenAddress(p.replayEndpoint))); err != nil {
 			s.close()
 			return nil, fmt.Errorf("kv events: bind replay socket %s: %w", p.replayEndpoint, err)
 		}
@@ -145,7 +148,7 @@ func (p *Publisher) serveReplay(router zmq4.Socket) {
 		}
 		p.m.replayRequests.Inc()
 		if len(msg.Frames) != 3 {
-			p.log.Warn("invalid replay request", "frames", len(msg.Frames))
+			p.warn.Warn("invalid replay request", "frames", len(msg.Frames))
 			continue
 		}
 		id, start := msg.Frames[0], startSeq(msg.Frames[2])
@@ -157,12 +160,12 @@ func (p *Publisher) serveReplay(router zmq4.Socket) {
 		p.log.Debug("replay", "start_seq", start, "batches", len(entries))
 		for _, e := range entries {
 			if err := router.SendMulti(newMsg(id, nil, p.topic, seqBytes(e.seq), e.payload)); err != nil {
-				p.log.Warn("send replay batch", "seq", e.seq, "err", err)
+				p.warn.Warn("send replay batch", "seq", e.seq, "err", err)
 				break
 			}
 		}
 		if err := router.SendMulti(newMsg(id, nil, nil, endSeq, nil)); err != nil {
-			p.log.Warn("send replay end marker", "err", err)
+			p.warn.Warn("send replay end marker", "err", err)
 		}
 	}
 }

@@ -8,10 +8,13 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/transport"
+
+	"github.com/inferrail/inferrail/internal/zmtpguard"
 )
 
-// watchScheme is a zmq4 transport that is plain TCP, except that a dialled
-// connection reports its loss to the dialling socket's connWatch. It exists
+// watchScheme is a zmq4 transport that is guarded TCP (zmtpguard, limits
+// from the socket's context), except that a dialled connection reports its
+// loss to the dialling socket's connWatch. It exists
 // because zmq4's own automatic reconnect deadlocks a PUB socket: the redial
 // runs inside the writer goroutine that holds the writer's lock, and adding
 // the new connection needs that lock (go-zeromq/zmq4 v0.17.0).
@@ -60,10 +63,11 @@ func watchEndpoint(endpoint string) string {
 type watchTransport struct{}
 
 func (watchTransport) Dial(ctx context.Context, d transport.Dialer, addr string) (net.Conn, error) {
-	c, err := d.DialContext(ctx, "tcp", addr)
+	raw, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	c := net.Conn(zmtpguard.Wrap(raw, zmtpguard.LimitsFrom(ctx)))
 	w, ok := ctx.Value(watchKey{}).(*connWatch)
 	if !ok {
 		return c, nil
@@ -71,8 +75,12 @@ func (watchTransport) Dial(ctx context.Context, d transport.Dialer, addr string)
 	return &watchedConn{Conn: c, w: w}, nil
 }
 
-func (watchTransport) Listen(_ context.Context, addr string) (net.Listener, error) {
-	return net.Listen("tcp", addr)
+func (watchTransport) Listen(ctx context.Context, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return zmtpguard.Listen(ln, zmtpguard.LimitsFrom(ctx)), nil
 }
 
 func (watchTransport) Addr(ep string) (string, error) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/zmtpguard"
 )
 
 // Config configures a Subscriber.
@@ -31,6 +33,10 @@ type Config struct {
 	ReconnectMin, ReconnectMax time.Duration
 	// Buffer is the capacity of the Updates channel.
 	Buffer int
+	// MaxMessageBytes bounds one message read from the engine's sockets (the
+	// sum of its frames, each counting zmtpguard.FrameOverhead more); a
+	// larger one fails the connection before it is allocated.
+	MaxMessageBytes int64
 	// DeliverTimeout is how long a rank's reader waits for room in Updates
 	// before dropping a batch (which then shows as a gap and is replayed).
 	DeliverTimeout time.Duration
@@ -44,6 +50,9 @@ const (
 	DefaultReconnectMax   = 5 * time.Second
 	DefaultBuffer         = 1024
 	DefaultDeliverTimeout = 100 * time.Millisecond
+	// DefaultMaxMessageBytes leaves a wide margin over vLLM's batches (KBs
+	// to a few MB).
+	DefaultMaxMessageBytes = zmtpguard.DefaultMaxMessageBytes
 )
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -68,6 +77,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.DeliverTimeout == 0 {
 		c.DeliverTimeout = DefaultDeliverTimeout
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	return c
 }
@@ -111,6 +123,9 @@ func (c Config) Validate() error {
 	}
 	if c.ReconnectMax < c.ReconnectMin {
 		errs = append(errs, fmt.Errorf("kv_events.reconnect_max %v must be >= reconnect_min %v", c.ReconnectMax, c.ReconnectMin))
+	}
+	if c.MaxMessageBytes < 1<<10 || c.MaxMessageBytes > 1<<30 {
+		errs = append(errs, fmt.Errorf("kv_events.max_message_bytes must be in 1KiB..1GiB, got %d", c.MaxMessageBytes))
 	}
 	if c.Buffer < 1 {
 		errs = append(errs, fmt.Errorf("kv_events.buffer must be >= 1, got %d", c.Buffer))

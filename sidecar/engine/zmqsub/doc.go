@@ -9,8 +9,10 @@
 //     socket when one is configured: a DEALER sends [b"", start_seq] to
 //     replay_base+rank and reads batches until the end marker (an empty
 //     payload), accepting both framings of engines.md §1.4 ([topic, seq,
-//     payload] since vLLM v0.25, [seq, payload] before and in SGLang) and
-//     dropping duplicates;
+//     payload] since vLLM v0.25, [seq, payload] before and in SGLang),
+//     dropping duplicates and stopping at the live message that revealed the
+//     gap (the live stream carries it and what follows, so nothing numbered
+//     from there on is taken from the replay, however much it sends);
 //   - a gap that replay cannot fill (no replay socket, the ring no longer
 //     reaches back, a timeout, an undecodable payload) yields
 //     UpdateIncomplete: the consumer clears the rank and marks its summary
@@ -26,6 +28,10 @@
 // already passed the old ones (vLLM has no publisher id), so the subscriber
 // first asks the replay socket for the whole history from 0: when the ring
 // still starts there, it sends UpdateRestart and rebuilds the rank from it.
+//
+// Every connection goes through internal/zmtpguard: a message over
+// Config.MaxMessageBytes, or a handshake longer than DialTimeout, fails the
+// connection before zmq4 allocates it (docs/adr/0008-zmtp-frame-limit.md).
 //
 // Not detectable: a sidecar that starts next to an idle engine which already
 // holds blocks learns nothing until the engine publishes again.

@@ -4,9 +4,9 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // metrics are the subscriber's Prometheus metrics, labelled by rank.
 type metrics struct {
-	batches, duplicates, gaps, restarts, incomplete, decodeErrors, dropped, malformed, reconnects *prometheus.CounterVec
-	replays                                                                                       *prometheus.CounterVec
-	connected                                                                                     *prometheus.GaugeVec
+	batches, duplicates, gaps, restarts, incomplete, decodeErrors, dropped, malformed, reconnects, rejected *prometheus.CounterVec
+	replays                                                                                                 *prometheus.CounterVec
+	connected                                                                                               *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -26,13 +26,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		malformed:    counter("malformed_messages_total", "Messages with an unexpected frame layout."),
 		reconnects:   counter("reconnects_total", "Subscription sessions that ended in an error."),
 		replays:      counter("replays_total", "Replay requests by result.", "result"),
+		rejected: counter("rejected_connections_total",
+			"Connections to the engine's PUB or replay socket closed for a message over kv_events.max_message_bytes or a handshake over the dial timeout."),
 		connected: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "inferrail_sidecar_kvevents_connected", Help: "1 while the rank's SUB socket is connected.",
 		}, []string{"rank"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.batches, m.duplicates, m.gaps, m.restarts, m.incomplete, m.decodeErrors, m.dropped,
-			m.malformed, m.reconnects, m.replays, m.connected)
+			m.malformed, m.reconnects, m.replays, m.rejected, m.connected)
 	}
 	return m
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"github.com/go-zeromq/zmq4"
+
+	"github.com/inferrail/inferrail/internal/zmtpguard"
 )
 
 // errReplayShort is returned when the replay ring no longer reaches back to
@@ -17,22 +19,25 @@ import (
 var errReplayShort = errors.New("replay does not reach back far enough")
 
 // replay asks the rank's replay socket for every batch from seq from on and
-// applies those that follow the last applied one, in order. It stops at the
-// end marker, at the first hole, or after ReplayTimeout. When the first
+// applies those that follow the last applied one, in order, up to but not
+// including head, the live message that revealed the gap: batches from head
+// on arrive on the live stream, and a replayed one would make them look like
+// duplicates. It stops at the end marker, at head, at the first hole, or
+// after ReplayTimeout. When the first
 // replayed batch is exactly from, onFirst (if not nil) runs before it is
 // applied; when it is later, nothing is applied.
-func (r *rankSub) replay(ctx context.Context, from uint64, onFirst func() error) error {
+func (r *rankSub) replay(ctx context.Context, from, head uint64, onFirst func() error) error {
 	cfg := r.s.cfg
 	rank := strconv.Itoa(r.rank)
 	ctx, cancel := context.WithTimeout(ctx, cfg.ReplayTimeout)
 	defer cancel()
 	ep := cfg.endpoint(cfg.ReplayBasePort, r.rank)
-	d := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(cfg.DialTimeout),
+	d := zmq4.NewDealer(zmtpguard.WithLimits(ctx, r.limits()), zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(cfg.DialTimeout),
 		zmq4.WithAutomaticReconnect(false), zmq4.WithLogger(discardLogger()))
 	defer d.Close()
 	result := "error"
 	defer func() { r.s.m.replays.WithLabelValues(rank, result).Inc() }()
-	if err := d.Dial(ep); err != nil {
+	if err := d.Dial(zmtpguard.Endpoint(ep)); err != nil {
 		return fmt.Errorf("dial replay %s: %w", ep, err)
 	}
 	var start [8]byte
@@ -55,6 +60,17 @@ func (r *rankSub) replay(ctx context.Context, from uint64, onFirst func() error)
 			continue
 		}
 		if len(payload) == 0 {
+			if first {
+				result = "empty"
+				return errReplayShort
+			}
+			result = "ok"
+			return nil
+		}
+		if seq >= head {
+			// The live stream carries the rest. An engine that published
+			// while it replayed sends these honestly; past the head nothing
+			// is taken from the replay, however much it sends.
 			if first {
 				result = "empty"
 				return errReplayShort

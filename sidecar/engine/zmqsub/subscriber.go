@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/inferrail/inferrail/internal/ratelog"
+	"github.com/inferrail/inferrail/internal/zmtpguard"
 	"github.com/inferrail/inferrail/sidecar/engine"
 )
 
@@ -105,16 +107,23 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	for i := range s.cfg.Ranks {
 		r := &rankSub{s: s, rank: s.cfg.FirstRank + i}
+		r.warn = ratelog.New(r.log(), logEvery)
 		g.Go(func() error { return r.run(ctx) })
 	}
 	return g.Wait()
 }
+
+// logEvery is the least time between two log lines of one kind per rank.
+const logEvery = 10 * time.Second
 
 // rankSub is one rank's subscription; its fields are owned by its goroutine.
 type rankSub struct {
 	s    *Subscriber
 	rank int
 	seq  seqState
+	// warn logs what a publisher can cause once per message (restarts,
+	// gaps, undecodable batches) at most once per logEvery per message.
+	warn *ratelog.Logger
 	// probeRestart is set when a session starts after an earlier one had
 	// received messages: a gap in its first message may hide a publisher
 	// restart (on the same host, a dropped connection usually means the
@@ -175,13 +184,13 @@ func (r *rankSub) session(ctx context.Context, ep string, failures *int) error {
 	cfg := r.s.cfg
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sub := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(cfg.DialTimeout),
+	sub := zmq4.NewSub(zmtpguard.WithLimits(ctx, r.limits()), zmq4.WithDialerMaxRetries(0), zmq4.WithDialerTimeout(cfg.DialTimeout),
 		zmq4.WithAutomaticReconnect(false), zmq4.WithLogger(discardLogger()))
 	defer sub.Close()
 	if err := sub.SetOption(zmq4.OptionSubscribe, cfg.Topic); err != nil {
 		return fmt.Errorf("subscribe %q: %w", cfg.Topic, err)
 	}
-	if err := sub.Dial(ep); err != nil {
+	if err := sub.Dial(zmtpguard.Endpoint(ep)); err != nil {
 		return fmt.Errorf("dial %s: %w", ep, err)
 	}
 	r.log().Info("kv events connected", "endpoint", ep)
@@ -207,6 +216,18 @@ func (r *rankSub) session(ctx context.Context, ep string, failures *int) error {
 	}
 }
 
+// limits bounds what the engine's sockets may send one connection: a message
+// over MaxMessageBytes, or a handshake longer than DialTimeout, fails it
+// (the error then comes back from Recv or Dial).
+func (r *rankSub) limits() zmtpguard.Limits {
+	rejected := r.s.m.rejected.WithLabelValues(strconv.Itoa(r.rank))
+	return zmtpguard.Limits{
+		MaxMessageBytes:  r.s.cfg.MaxMessageBytes,
+		HandshakeTimeout: r.s.cfg.DialTimeout,
+		OnReject:         func(error) { rejected.Inc() },
+	}
+}
+
 // live handles one live message.
 func (r *rankSub) live(ctx context.Context, seq uint64, payload []byte) error {
 	rank := strconv.Itoa(r.rank)
@@ -216,7 +237,7 @@ func (r *rankSub) live(ctx context.Context, seq uint64, payload []byte) error {
 		return nil
 	case actRestart:
 		r.s.m.restarts.WithLabelValues(rank).Inc()
-		r.log().Warn("kv event publisher restarted", "seq", seq)
+		r.warn.Warn("kv event publisher restarted", "seq", seq)
 		if err := r.state(ctx, UpdateRestart); err != nil {
 			return err
 		}
@@ -235,7 +256,7 @@ func (r *rankSub) live(ctx context.Context, seq uint64, payload []byte) error {
 			// After a reconnect, first ask for the publisher's whole history:
 			// if its ring still starts at 0, the rank is rebuilt exactly
 			// whether or not the engine restarted meanwhile.
-			err := r.replay(ctx, 0, func() error {
+			err := r.replay(ctx, 0, seq, func() error {
 				r.s.m.restarts.WithLabelValues(rank).Inc()
 				if err := r.state(ctx, UpdateRestart); err != nil {
 					return err
@@ -250,11 +271,11 @@ func (r *rankSub) live(ctx context.Context, seq uint64, payload []byte) error {
 		}
 		if !recovered {
 			from := r.seq.want()
-			if err := r.replay(ctx, from, nil); err != nil {
+			if err := r.replay(ctx, from, seq, nil); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				r.log().Warn("kv event replay failed", "from", from, "err", err)
+				r.warn.Warn("kv event replay failed", "from", from, "err", err)
 			}
 		}
 	}
@@ -273,7 +294,7 @@ func (r *rankSub) live(ctx context.Context, seq uint64, payload []byte) error {
 // giveUp reports batches from..to-1 as lost for good.
 func (r *rankSub) giveUp(ctx context.Context, from, to uint64) error {
 	r.s.m.incomplete.WithLabelValues(strconv.Itoa(r.rank)).Inc()
-	r.log().Warn("kv events lost; rank incomplete", "from", from, "to", to)
+	r.warn.Warn("kv events lost; rank incomplete", "from", from, "to", to)
 	if err := r.state(ctx, UpdateIncomplete); err != nil {
 		return err
 	}
@@ -289,7 +310,7 @@ func (r *rankSub) apply(ctx context.Context, seq uint64, payload []byte, replaye
 	b, err := r.s.decode(payload)
 	if err != nil {
 		r.s.m.decodeErrors.WithLabelValues(strconv.Itoa(r.rank)).Inc()
-		r.log().Warn("undecodable kv event batch", "seq", seq, "err", err)
+		r.warn.Warn("undecodable kv event batch", "seq", seq, "err", err)
 		if err := r.state(ctx, UpdateIncomplete); err != nil {
 			return err
 		}
