@@ -76,7 +76,7 @@ type KVEventsConfig struct {
 	SilentGrace time.Duration `yaml:"silent_grace"`
 	// MaxMessageBytes bounds one message read from the engine's PUB and
 	// replay sockets; a peer that declares a larger one is disconnected
-	// before anything is allocated (docs/adr/0008-zmtp-frame-limit.md).
+	// before anything is allocated (docs/adr/0010-zmtp-frame-limit.md).
 	MaxMessageBytes int64 `yaml:"max_message_bytes"`
 }
 

@@ -17,5 +17,5 @@
 // "inferrail-zmtp-tcp://h:p") and passing the limits in the socket's
 // context (WithLimits): zmq4 hands that context to the transport. Callers
 // with their own transport wrap its connections with Wrap. See
-// docs/adr/0008-zmtp-frame-limit.md.
+// docs/adr/0010-zmtp-frame-limit.md.
 package zmtpguard

@@ -31,7 +31,7 @@
 //
 // Every connection goes through internal/zmtpguard: a message over
 // Config.MaxMessageBytes, or a handshake longer than DialTimeout, fails the
-// connection before zmq4 allocates it (docs/adr/0008-zmtp-frame-limit.md).
+// connection before zmq4 allocates it (docs/adr/0010-zmtp-frame-limit.md).
 //
 // Not detectable: a sidecar that starts next to an idle engine which already
 // holds blocks learns nothing until the engine publishes again.
