@@ -76,7 +76,7 @@ func (c *engineClient) newRequest(ctx context.Context, method, path string, body
 func (c *engineClient) do(req *http.Request) (*http.Response, error) {
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
+		return nil, err // a *url.Error: method, URL and cause
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()

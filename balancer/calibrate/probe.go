@@ -107,10 +107,11 @@ func (r *runner) runDecode(ctx context.Context, p probe) (Observation, error) {
 // decodeObservation computes a decode probe's observation from its streams.
 // Within the window where every stream decodes, each step gives each stream
 // one token, so a stream's step time is the slope of its events' arrival
-// times against its token count. The slope is Theil–Sen's (the median of
-// the slopes between pairs of events at least 4 tokens apart): events
+// times against its token count: the median of the slopes between pairs of
+// events 4 to 8 tokens apart (Theil–Sen restricted to short spans). Events
 // merged by the engine or the reader, delivery jitter, and a stall of the
-// host that shifts every later event do not move it. The observation is the median over streams; its context is each
+// host that shifts every later event (only the few pairs spanning it see
+// it) do not move it. The observation is the median over streams; its context is each
 // stream's prompt plus the tokens it had in the middle of the window,
 // summed.
 func decodeObservation(name string, samples []sample) (Observation, error) {
@@ -139,9 +140,9 @@ func decodeObservation(name string, samples []sample) (Observation, error) {
 		if len(xs) < 3 || xs[len(xs)-1]-xs[0] < 2 {
 			return Observation{}, fmt.Errorf("%s: a stream has fewer than 3 events in which all %d streams decode", name, len(samples))
 		}
-		st, ok := theilSen(xs, ys, 4)
+		st, ok := shortSlope(xs, ys, 4, 8)
 		if !ok {
-			return Observation{}, fmt.Errorf("%s: a stream has no two events 4 tokens apart in which all %d streams decode", name, len(samples))
+			return Observation{}, fmt.Errorf("%s: a stream has no two events 4 to 8 tokens apart in which all %d streams decode", name, len(samples))
 		}
 		steps = append(steps, st)
 		ctxSum += s.PromptTokens + int(xs[0]+xs[len(xs)-1])/2
@@ -157,13 +158,14 @@ func decodeObservation(name string, samples []sample) (Observation, error) {
 	return Observation{Probe: name, Kind: KindStep, Decodes: len(samples), DecodeContext: ctxSum, Measured: time.Duration(step)}, nil
 }
 
-// theilSen returns the median of the slopes (ys[j]-ys[i])/(xs[j]-xs[i]) over
-// the pairs with xs[j]-xs[i] >= minDX, and whether there was one.
-func theilSen(xs, ys []float64, minDX float64) (float64, bool) {
+// shortSlope returns the median of the slopes (ys[j]-ys[i])/(xs[j]-xs[i])
+// over the pairs with xs[j]-xs[i] in [lo, hi] (xs ascending), and whether
+// there was one.
+func shortSlope(xs, ys []float64, lo, hi float64) (float64, bool) {
 	var slopes []float64
 	for i := range xs {
-		for j := i + 1; j < len(xs); j++ {
-			if dx := xs[j] - xs[i]; dx >= minDX {
+		for j := i + 1; j < len(xs) && xs[j]-xs[i] <= hi; j++ {
+			if dx := xs[j] - xs[i]; dx >= lo {
 				slopes = append(slopes, (ys[j]-ys[i])/dx)
 			}
 		}

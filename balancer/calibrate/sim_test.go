@@ -141,4 +141,3 @@ func TestConfigValidateNamesEveryProblem(t *testing.T) {
 		t.Errorf("DefaultConfig().Validate() = %v, want only the missing --engine", err)
 	}
 }
-
