@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/inferrail/inferrail/balancer/calibrate"
 	"github.com/inferrail/inferrail/bench"
 	"github.com/inferrail/inferrail/bench/render"
 	"github.com/inferrail/inferrail/internal/devfleet"
@@ -211,6 +213,8 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 	fs.IntVar(&cc.Fleet.Balancers, "balancers", cc.Fleet.Balancers, "balancers per fleet")
 	fs.IntVar(&cc.Fleet.CacheBlocks, "num-gpu-blocks", 8192, "KV blocks per simulator")
 	fs.StringVar(&cc.Fleet.LogDir, "log-dir", "", "keep the fleets' logs here")
+	simLatency := fs.String("sim-latency", "", "the simulators' latency constants, as cost_model keys, e.g. step_overhead=2ms,linear_tok_per_sec=15667 (default: the simulator's)")
+	costModel := fs.String("cost-model", "", "file with the balancers' cost_model block, e.g. from inferrail calibrate --out (default: the policy's)")
 	benchConfigFlags(fs, &cc.Bench)
 	wl := workloadFlags(fs)
 	out := fs.String("out", "bench/results", "directory for the JSON results")
@@ -242,6 +246,24 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 	}
 	if cc.Workload, err = wl(); err != nil {
 		return cc, "", err
+	}
+	if *simLatency != "" {
+		c, err := devfleet.ParseSimLatency(*simLatency)
+		if err != nil {
+			return cc, "", fmt.Errorf("--sim-latency: %w", err)
+		}
+		cc.Fleet.SimLatency = &c
+	}
+	if *costModel != "" {
+		b, err := os.ReadFile(*costModel)
+		if err != nil {
+			return cc, "", fmt.Errorf("--cost-model: %w", err)
+		}
+		c, err := calibrate.DecodeCostModel(b)
+		if err != nil {
+			return cc, "", fmt.Errorf("--cost-model %s: %w", *costModel, err)
+		}
+		cc.Fleet.CostModel = &c
 	}
 	cc.OutDir = *out
 	return cc, *reportDir, nil

@@ -154,3 +154,41 @@ func TestBenchReportTree(t *testing.T) {
 		t.Errorf("index lacks the W6 section or its goal:\n%s", idx)
 	}
 }
+
+// --sim-latency and --cost-model reach the fleet: the simulators' constants
+// and the balancers' cost_model; bad values name the flag.
+func TestParseCompareLatencyFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cost.yaml")
+	if err := os.WriteFile(file, []byte("cost_model:\n  linear_tok_per_sec: 15700\n  step_overhead: 2ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc, _, err := parseCompare([]string{"--sim-latency", "linear_tok_per_sec=15667,step_overhead=2ms", "--cost-model", file}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Fleet.SimLatency == nil || cc.Fleet.SimLatency.LinearTokPerSec != 15667 || cc.Fleet.SimLatency.StepOverhead != 2*time.Millisecond {
+		t.Errorf("sim latency %+v", cc.Fleet.SimLatency)
+	}
+	if cc.Fleet.CostModel == nil || cc.Fleet.CostModel.LinearTokPerSec != 15700 || cc.Fleet.CostModel.AttentionPerPairNS != 1.31 {
+		t.Errorf("cost model %+v, want the file over the defaults", cc.Fleet.CostModel)
+	}
+	if cc, _, _ := parseCompare(nil, io.Discard); cc.Fleet.SimLatency != nil || cc.Fleet.CostModel != nil {
+		t.Error("without the flags the fleet still gets a latency model or cost model")
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("cost_model:\n  linear_tok_per_s: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sim-latency", "warp=9"}, `--sim-latency: sim latency "warp=9": unknown key "warp"`},
+		{[]string{"--cost-model", bad}, "cost_model.linear_tok_per_s"},
+		{[]string{"--cost-model", filepath.Join(t.TempDir(), "none.yaml")}, "--cost-model: open"},
+	} {
+		if _, _, err := parseCompare(tt.args, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("parseCompare(%v) = %v, want an error with %q", tt.args, err, tt.want)
+		}
+	}
+}
