@@ -39,7 +39,7 @@ const decodeTokens = 64
 // planFor returns the probe plan for an engine with step budget B and room
 // for prompts of maxPrompt tokens:
 //
-//   - cold prompts of 16 to 4096 tokens and of B, 3B/2 and 2B tokens (the
+//   - cold prompts of 16 to 8192 tokens and of B, 3B/2 and 2B tokens (the
 //     last two take two steps, which is what separates T0 from T_req);
 //     short ones sit under the weight floor, long ones on the linear part,
 //     and the spread of lengths separates the linear from the quadratic
@@ -51,8 +51,8 @@ const decodeTokens = 64
 func planFor(budget, maxPrompt int) []probe {
 	fits := func(n int) bool { return n >= 1 && n <= maxPrompt }
 	var lengths []int
-	for _, n := range []int{16, 64, 256, 512, 1024, 2048, 4096, budget, budget * 3 / 2, 2 * budget} {
-		if fits(n) && n <= max(2*budget, 4096) {
+	for _, n := range []int{16, 64, 256, 512, 1024, 2048, 4096, 8192, budget, budget * 3 / 2, 2 * budget} {
+		if fits(n) && n <= max(2*budget, 8192) {
 			lengths = append(lengths, n)
 		}
 	}
