@@ -14,8 +14,8 @@ import (
 	"github.com/inferrail/inferrail/balancer/route"
 )
 
-// discoveryTimeout bounds each discovery request (models, tokenize, the
-// first completion).
+// discoveryTimeout bounds the discovery requests (models, tokenize, the
+// first completions), or the request timeout when that is shorter.
 const discoveryTimeout = 10 * time.Second
 
 // Run probes the engine, fits the cost model and returns the result. It
@@ -102,7 +102,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Result, error) {
 // tokens per word and checks the request extensions; it returns the
 // longest prompt the plan may send.
 func (r *runner) discover(ctx context.Context, cfg Config, res *Result, log *slog.Logger) (int, error) {
-	dctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+	dctx, cancel := context.WithTimeout(ctx, min(discoveryTimeout, cfg.RequestTimeout))
 	defer cancel()
 	models, err := r.c.models(dctx)
 	if err != nil {
