@@ -25,7 +25,7 @@ func TestCalibrateDoesNotHang(t *testing.T) {
 	})
 	mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body) // the server watches the connection once the body is read
-		select { // never answers
+		select {                           // never answers
 		case <-r.Context().Done():
 		case <-release:
 		}
