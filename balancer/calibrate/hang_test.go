@@ -24,8 +24,9 @@ func TestCalibrateDoesNotHang(t *testing.T) {
 		_, _ = w.Write([]byte(`{"data":[{"id":"m","max_model_len":4096}]}`))
 	})
 	mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body) // the server watches the connection once the body is read
-		select {                           // never answers
+		// The server notices a closed connection once the body is read.
+		_, _ = io.Copy(io.Discard, r.Body)
+		select { // never answers
 		case <-r.Context().Done():
 		case <-release:
 		}
