@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/inferrail/inferrail/bench"
+	"github.com/inferrail/inferrail/internal/devfleet"
 )
 
 // Workload flags start from the named workload's defaults and override only
@@ -190,5 +191,21 @@ func TestParseCompareLatencyFlags(t *testing.T) {
 		if _, _, err := parseCompare(tt.args, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("parseCompare(%v) = %v, want an error with %q", tt.args, err, tt.want)
 		}
+	}
+}
+
+// The flags devfleet derives from --sim-latency are flags `inferrail sim`
+// accepts, with values it takes.
+func TestSimLatencyArgsAreSimFlags(t *testing.T) {
+	c, err := devfleet.ParseSimLatency("step_overhead=2ms,weight_floor=10.3ms,linear_tok_per_sec=15000,attention_per_pair_ns=2.6,kv_read_per_token_ns=90,request_overhead=12ms,step_token_budget=2048")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // parse the flags, start and stop at once
+	var errb bytes.Buffer
+	args := append([]string{"--port", "0", "--log-level", "error"}, devfleet.SimLatencyArgs(c)...)
+	if err := runSim(ctx, args, io.Discard, &errb); err != nil {
+		t.Errorf("inferrail sim %v: %v\n%s", args, err, errb.String())
 	}
 }

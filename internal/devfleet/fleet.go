@@ -129,7 +129,7 @@ func (f *Fleet) start(ctx context.Context) error {
 			simArgs = append(simArgs, "--zero-latency")
 		}
 		if cfg.SimLatency != nil {
-			simArgs = append(simArgs, simLatencyArgs(*cfg.SimLatency)...)
+			simArgs = append(simArgs, SimLatencyArgs(*cfg.SimLatency)...)
 		}
 		simArgs = append(simArgs, cfg.SimArgs...)
 		sim, err := startProc(cfg.Binary, f.logDir, fmt.Sprintf("sim-%d", i), simArgs...)

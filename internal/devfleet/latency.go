@@ -101,9 +101,9 @@ func setSimLatency(c *route.CostConfig, k, v string) error {
 	return fmt.Errorf("unknown key %q (want one of %s)", k, strings.Join(keys, ", "))
 }
 
-// simLatencyArgs returns the `inferrail sim` flags that set c's engine
+// SimLatencyArgs returns the `inferrail sim` flags that set c's engine
 // constants.
-func simLatencyArgs(c route.CostConfig) []string {
+func SimLatencyArgs(c route.CostConfig) []string {
 	return []string{
 		"--step-overhead", c.StepOverhead.String(),
 		"--weight-floor", c.WeightFloor.String(),

@@ -54,7 +54,7 @@ func FuzzParseSimLatency(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if args := simLatencyArgs(c); len(args) != 2*len(simLatencyKeys) {
+		if args := SimLatencyArgs(c); len(args) != 2*len(simLatencyKeys) {
 			t.Fatalf("%d sim args", len(args))
 		}
 	})
@@ -66,7 +66,7 @@ func TestSimLatencyArgs(t *testing.T) {
 	c := route.DefaultCostConfig()
 	c.KVReadPerTokenNS = 120
 	c.StepOverhead = 2 * time.Millisecond
-	args := simLatencyArgs(c)
+	args := SimLatencyArgs(c)
 	for _, want := range [][2]string{{"--kv-read-us-per-token", "0.12"}, {"--step-overhead", "2ms"}, {"--max-num-batched-tokens", "8192"}} {
 		i := slices.Index(args, want[0])
 		if i < 0 || args[i+1] != want[1] {
