@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,5 +128,21 @@ func TestNNLS(t *testing.T) {
 	}
 	if _, err := nnls([][]float64{{math.NaN()}}, []float64{1}); err == nil {
 		t.Error("nnls accepted a NaN")
+	}
+}
+
+func TestPlausibility(t *testing.T) {
+	prior := paramsOf(route.DefaultCostConfig())
+	fitted := prior
+	fitted[pAtt] *= 30
+	fitted[pKV] = 0
+	var fixed [numParams]bool
+	fixed[pKV] = true
+	notes := plausibility(prior, fitted, fixed, 0.2)
+	if len(notes) != 2 || !strings.Contains(notes[0], "attention_per_pair_ns came out 30×") || !strings.Contains(notes[1], "RMS error 20%") {
+		t.Errorf("notes %q", notes)
+	}
+	if notes := plausibility(prior, prior, [numParams]bool{}, 0.01); len(notes) != 0 {
+		t.Errorf("a fit equal to the prior got notes %q", notes)
 	}
 }

@@ -257,5 +257,30 @@ func (res *Result) fit(obs []Observation, cfg Config) error {
 		res.MaxRelErr = max(res.MaxRelErr, math.Abs(rel))
 	}
 	res.RMSRelErr = math.Sqrt(sum / float64(len(obs)))
+	res.Notes = append(res.Notes, plausibility(paramsOf(cfg.Prior), fitted, opts.fixed, res.RMSRelErr)...)
 	return nil
+}
+
+// farFromPrior is how many times larger or smaller than the prior a fitted
+// constant may be before the result warns about it: the latency model's
+// deployments (an 8B model on an L4 to a 70B one on 8 H100s) span about 10×
+// per constant.
+const farFromPrior = 20
+
+// plausibility returns warnings about a fit that is poor or far from the
+// prior: usually an engine that was not idle or a wrong step budget.
+func plausibility(prior, fitted params, fixed [numParams]bool, rms float64) []string {
+	var notes []string
+	for j := range numParams {
+		if fixed[j] || prior[j] <= 0 {
+			continue
+		}
+		if r := fitted[j] / prior[j]; r > farFromPrior || r < 1.0/farFromPrior {
+			notes = append(notes, fmt.Sprintf("%s came out %.3g× the prior's: check that the engine was idle and --step-token-budget", paramNames[j], r))
+		}
+	}
+	if rms > 0.1 {
+		notes = append(notes, fmt.Sprintf("the model fits poorly (RMS error %.0f%%): the engine may not follow the per-step model, or was busy", 100*rms))
+	}
+	return notes
 }
