@@ -22,6 +22,7 @@ const (
 	KindStep
 )
 
+// String returns "ttft" or "step".
 func (k Kind) String() string {
 	if k == KindStep {
 		return "step"

@@ -116,7 +116,7 @@ func TestCalibrateUnreachableEngine(t *testing.T) {
 	if err == nil {
 		t.Fatal("Run against a closed port succeeded")
 	}
-	if want := "engine http://127.0.0.1:1"; !contains(err.Error(), want) {
+	if want := "engine http://127.0.0.1:1"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not name the engine", err)
 	}
 }
@@ -133,7 +133,7 @@ func TestConfigValidateNamesEveryProblem(t *testing.T) {
 		t.Fatal("Validate() = nil")
 	}
 	for _, want := range []string{"--engine", "--max-duration", "--repetitions", "--step-token-budget", "prior: cost_model.linear_tok_per_sec"} {
-		if !contains(err.Error(), want) {
+		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() does not mention %q:\n%v", want, err)
 		}
 	}

@@ -1,5 +1,0 @@
-package calibrate
-
-import "strings"
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
