@@ -50,7 +50,12 @@ type Observation struct {
 	Spread time.Duration
 }
 
-// The fitted constants, in ns (invR in ns per token).
+// The fitted constants, in ns (invR in ns per token). pHost is the host's
+// time per prompt token before the engine schedules a request (the API
+// server parsing and tokenizing the prompt): it is in every measured TTFT,
+// cached prompt or not, so left out it would be read as prefill work.
+// The cost model has no key for it, and needs none: every replica
+// tokenizes the whole prompt, so it never changes which one is fastest.
 const (
 	pTreq = iota
 	pT0
@@ -58,10 +63,11 @@ const (
 	pInvR
 	pAtt
 	pKV
+	pHost
 	numParams
 )
 
-var paramNames = [numParams]string{"request_overhead", "step_overhead", "weight_floor", "linear_tok_per_sec", "attention_per_pair_ns", "kv_read_per_token_ns"}
+var paramNames = [numParams]string{"request_overhead", "step_overhead", "weight_floor", "linear_tok_per_sec", "attention_per_pair_ns", "kv_read_per_token_ns", "host_ns_per_prompt_token"}
 
 type params [numParams]float64
 
@@ -90,6 +96,7 @@ func row(o Observation, budget int, p params) params {
 		cached := max(0, min(o.CachedTokens, o.PromptTokens-1))
 		n := o.PromptTokens - cached
 		r[pTreq] = 1
+		r[pHost] = float64(o.PromptTokens)
 		for left := n; left > 0; left -= budget {
 			floorStep(min(budget, left))
 		}

@@ -44,22 +44,31 @@ func syntheticObs(m enginesim.LatencyModel, budget int) []Observation {
 }
 
 func TestFitRecoversTheConstantsExactly(t *testing.T) {
-	for _, budget := range []int{8192, 2048} {
+	for _, tc := range []struct {
+		budget int
+		host   float64 // ns per prompt token added to every TTFT
+	}{{8192, 0}, {2048, 0}, {8192, 3000}, {2048, 1500}} {
+		budget := tc.budget
 		m := slowModel()
 		obs := syntheticObs(m, budget)
+		for i := range obs {
+			if obs[i].Kind == KindTTFT {
+				obs[i].Measured += time.Duration(tc.host * float64(obs[i].PromptTokens))
+			}
+		}
 		p, rms, err := fitParams(obs, fitOptions{budget: budget, prior: paramsOf(route.DefaultCostConfig())})
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := params{pTreq: float64(m.RequestOverhead), pT0: float64(m.StepOverhead), pFloor: float64(m.WeightFloor),
-			pInvR: 1e9 / m.LinearTokPerSec, pAtt: m.AttentionPerPair, pKV: m.KVReadPerToken}
+			pInvR: 1e9 / m.LinearTokPerSec, pAtt: m.AttentionPerPair, pKV: m.KVReadPerToken, pHost: tc.host}
 		for j := range numParams {
 			if math.Abs(p[j]-want[j]) > 1e-3*want[j]+1 {
-				t.Errorf("budget %d: %s = %g, want %g", budget, paramNames[j], p[j], want[j])
+				t.Errorf("budget %d, host %g: %s = %g, want %g", budget, tc.host, paramNames[j], p[j], want[j])
 			}
 		}
 		if rms > 1e-6 {
-			t.Errorf("budget %d: rms relative residual %g on noise-free data", budget, rms)
+			t.Errorf("budget %d, host %g: rms relative residual %g on noise-free data", budget, tc.host, rms)
 		}
 	}
 }

@@ -23,6 +23,10 @@ type Result struct {
 	// repetition); Predicted the fitted model's value for each.
 	Observations []Observation
 	Predicted    []time.Duration
+	// HostPerPromptTokenNS is the host's time per prompt token before the
+	// engine schedules a request (parsing, tokenization), fitted apart from
+	// prefill; it is not a cost_model key (the same on every replica).
+	HostPerPromptTokenNS float64
 	// RMSRelErr and MaxRelErr are the fit's relative residuals.
 	RMSRelErr, MaxRelErr float64
 	// Fixed names the constants the probes could not identify; they keep
@@ -50,6 +54,7 @@ func (r *Result) WriteYAML(w io.Writer) error {
 	fmt.Fprintf(&sb, "# inferrail calibrate: %s, model %s\n", r.Engine, r.Model)
 	fmt.Fprintf(&sb, "# %d probes x %d rounds in %v; fit error RMS %.1f%%, max %.1f%% (inferrail calibrate prints each probe on stderr)\n",
 		len(r.Observations), r.Rounds, r.Elapsed.Round(time.Second), 100*r.RMSRelErr, 100*r.MaxRelErr)
+	fmt.Fprintf(&sb, "# Host time per prompt token (parsing, tokenizing): %s ns, left out: the same on every replica.\n", formatFloat(r.HostPerPromptTokenNS))
 	fmt.Fprintf(&sb, "# Paste under models[].routing: in the balancer config.\n")
 	c := r.Cost
 	keys := []struct{ key, val string }{

@@ -206,7 +206,7 @@ func appendOnce(list []string, s string) []string {
 // fit fits the constants to obs and fills the result.
 func (res *Result) fit(obs []Observation, cfg Config) error {
 	opts := fitOptions{budget: cfg.StepTokenBudget, prior: paramsOf(cfg.Prior)}
-	multiStep, ttft, linear := false, 0, false
+	multiStep, ttft, linear, warm := false, 0, false, false
 	contexts := map[int]bool{}
 	for _, o := range obs {
 		switch o.Kind {
@@ -215,6 +215,7 @@ func (res *Result) fit(obs []Observation, cfg Config) error {
 			n := o.PromptTokens - max(0, min(o.CachedTokens, o.PromptTokens-1))
 			multiStep = multiStep || n > cfg.StepTokenBudget
 			linear = linear || n >= 1024
+			warm = warm || o.CachedTokens >= 1024
 		case KindStep:
 			contexts[o.DecodeContext] = true
 		}
@@ -232,6 +233,10 @@ func (res *Result) fit(obs []Observation, cfg Config) error {
 		res.Fixed = append(res.Fixed, paramNames[pKV])
 		res.Notes = append(res.Notes, "fewer than two decode probes succeeded: kv_read_per_token_ns keeps the prior's value")
 	}
+	if !warm {
+		opts.fixed[pHost] = true
+		res.Notes = append(res.Notes, "no warm probe hit 1,024 cached tokens or more: the host's time per prompt token cannot be told from prefill and is taken as 0")
+	}
 	p, _, err := fitParams(obs, opts)
 	if err != nil {
 		return err
@@ -245,7 +250,9 @@ func (res *Result) fit(obs []Observation, cfg Config) error {
 	if err := rc.Validate(); err != nil {
 		return fmt.Errorf("fit: %w", err)
 	}
+	res.HostPerPromptTokenNS = round4(p[pHost])
 	fitted := paramsOf(res.Cost)
+	fitted[pHost] = res.HostPerPromptTokenNS
 	res.Observations = obs
 	res.Predicted = make([]time.Duration, len(obs))
 	sum := 0.0

@@ -1,9 +1,15 @@
 package calibrate
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,34 +17,53 @@ import (
 	"github.com/inferrail/inferrail/internal/enginesim"
 )
 
-// startSim runs an in-process simulator with latency model m and step
-// budget budget and returns its base URL; it stops when the test ends.
+// startSim runs `inferrail sim` with latency model m and step budget
+// budget and returns its base URL; it is killed when the test ends. The
+// simulator is the real binary, built without this test's flags: under
+// -race an in-process simulator spends microseconds per prompt token
+// parsing and tokenizing, which is not the latency model under test.
 func startSim(t *testing.T, m enginesim.LatencyModel, budget int) string {
 	t.Helper()
-	cfg := enginesim.DefaultConfig()
-	cfg.Port = 0
-	cfg.ServedModelName = []string{"calib-model"}
-	cfg.EnablePromptTokensDetails = true
-	cfg.Engine.Latency = m
-	cfg.Engine.MaxNumBatchedTokens = budget
-	addr := make(chan string, 1)
-	cfg.OnListening = func(a string) { addr <- a }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- enginesim.Run(ctx, cfg, nil) }()
+	bin := filepath.Join(t.TempDir(), "inferrail")
+	build := exec.Command("go", "build", "-o", bin, "github.com/inferrail/inferrail/cmd/inferrail")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "sim", "--host", "127.0.0.1", "--port", "0", "--served-model-name", "calib-model",
+		"--enable-prompt-tokens-details", "--max-num-batched-tokens", strconv.Itoa(budget),
+		"--step-overhead", m.StepOverhead.String(), "--weight-floor", m.WeightFloor.String(),
+		"--linear-tokens-per-second", strconv.FormatFloat(m.LinearTokPerSec, 'g', -1, 64),
+		"--attention-ns-per-pair", strconv.FormatFloat(m.AttentionPerPair, 'g', -1, 64),
+		"--kv-read-us-per-token", strconv.FormatFloat(m.KVReadPerToken/1000, 'g', -1, 64),
+		"--request-overhead", m.RequestOverhead.String(), "--log-level", "info")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("simulator: %v", err)
-		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`msg="simulator listening" addr=(\S+)`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
 	select {
 	case a := <-addr:
 		return "http://" + a
-	case err := <-done:
-		t.Fatalf("simulator did not start: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("simulator did not start in 30s")
+	case <-time.After(60 * time.Second): // a hang guard
+		t.Fatal("simulator printed no listening line in 60s")
 	}
 	return ""
 }
