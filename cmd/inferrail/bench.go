@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/inferrail/inferrail/balancer/calibrate"
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/bench"
 	"github.com/inferrail/inferrail/bench/render"
@@ -226,6 +228,8 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 	fs.DurationVar(&cc.Capacity.Warmup, "capacity-warmup", 0, "warm-up of a capacity run (default --warmup)")
 	fs.DurationVar(&cc.Capacity.Drain, "capacity-drain", 0, "drain of a capacity run (default --drain)")
 	fs.BoolVar(&cc.DryRun, "dry-run", false, "print the runs and the time budget, run nothing")
+	simLatency := fs.String("sim-latency", "", "the simulators' latency constants, as cost_model keys, e.g. step_overhead=2ms,linear_tok_per_sec=15667 (default: the simulator's)")
+	costModel := fs.String("cost-model", "", "file with the balancers' cost_model block, e.g. from inferrail calibrate --out (default: the policy's)")
 	benchConfigFlags(fs, &cc.Bench)
 	wl := workloadFlags(fs)
 	out := fs.String("out", "bench/results", "directory for the JSON results")
@@ -279,6 +283,24 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 	}
 	if cc.Workload, err = wl(); err != nil {
 		return cc, "", err
+	}
+	if *simLatency != "" {
+		c, err := devfleet.ParseSimLatency(*simLatency)
+		if err != nil {
+			return cc, "", fmt.Errorf("--sim-latency: %w", err)
+		}
+		cc.Fleet.SimLatency = &c
+	}
+	if *costModel != "" {
+		b, err := os.ReadFile(*costModel)
+		if err != nil {
+			return cc, "", fmt.Errorf("--cost-model: %w", err)
+		}
+		c, err := calibrate.DecodeCostModel(b)
+		if err != nil {
+			return cc, "", fmt.Errorf("--cost-model %s: %w", *costModel, err)
+		}
+		cc.Fleet.CostModel = &c
 	}
 	cc.OutDir = *out
 	return cc, *reportDir, nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/bench"
+	"github.com/inferrail/inferrail/internal/devfleet"
 )
 
 // Workload flags start from the named workload's defaults and override only
@@ -196,6 +197,44 @@ func TestParseCompareMatrix(t *testing.T) {
 	}
 }
 
+// --sim-latency and --cost-model reach the fleet: the simulators' constants
+// and the balancers' cost_model; bad values name the flag.
+func TestParseCompareLatencyFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cost.yaml")
+	if err := os.WriteFile(file, []byte("cost_model:\n  linear_tok_per_sec: 15700\n  step_overhead: 2ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cc, _, err := parseCompare([]string{"--sim-latency", "linear_tok_per_sec=15667,step_overhead=2ms", "--cost-model", file}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Fleet.SimLatency == nil || cc.Fleet.SimLatency.LinearTokPerSec != 15667 || cc.Fleet.SimLatency.StepOverhead != 2*time.Millisecond {
+		t.Errorf("sim latency %+v", cc.Fleet.SimLatency)
+	}
+	if cc.Fleet.CostModel == nil || cc.Fleet.CostModel.LinearTokPerSec != 15700 || cc.Fleet.CostModel.AttentionPerPairNS != 1.31 {
+		t.Errorf("cost model %+v, want the file over the defaults", cc.Fleet.CostModel)
+	}
+	if cc, _, _ := parseCompare(nil, io.Discard); cc.Fleet.SimLatency != nil || cc.Fleet.CostModel != nil {
+		t.Error("without the flags the fleet still gets a latency model or cost model")
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("cost_model:\n  linear_tok_per_s: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sim-latency", "warp=9"}, `--sim-latency: sim latency "warp=9": unknown key "warp"`},
+		{[]string{"--cost-model", bad}, "cost_model.linear_tok_per_s"},
+		{[]string{"--cost-model", filepath.Join(t.TempDir(), "none.yaml")}, "--cost-model: open"},
+	} {
+		if _, _, err := parseCompare(tt.args, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("parseCompare(%v) = %v, want an error with %q", tt.args, err, tt.want)
+		}
+	}
+}
+
 // bench report --readme writes the headline between a README's markers,
 // with links under --out, and refuses a single-directory layout.
 func TestBenchReportReadme(t *testing.T) {
@@ -226,5 +265,21 @@ func TestBenchReportReadme(t *testing.T) {
 	if code := runMain(context.Background(), []string{"bench", "report", "--results", filepath.Join(in, "W1"), "--out", out, "--readme", readme}, &stdout, &stderr); code == 0 ||
 		!strings.Contains(stderr.String(), "not one directory per part") {
 		t.Errorf("--readme on a single directory: exit %d, %s", code, stderr.String())
+	}
+}
+
+// The flags devfleet derives from --sim-latency are flags `inferrail sim`
+// accepts, with values it takes.
+func TestSimLatencyArgsAreSimFlags(t *testing.T) {
+	c, err := devfleet.ParseSimLatency("step_overhead=2ms,weight_floor=10.3ms,linear_tok_per_sec=15000,attention_per_pair_ns=2.6,kv_read_per_token_ns=90,request_overhead=12ms,step_token_budget=2048")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // parse the flags, start and stop at once
+	var errb bytes.Buffer
+	args := append([]string{"--port", "0", "--log-level", "error"}, devfleet.SimLatencyArgs(c)...)
+	if err := runSim(ctx, args, io.Discard, &errb); err != nil {
+		t.Errorf("inferrail sim %v: %v\n%s", args, err, errb.String())
 	}
 }

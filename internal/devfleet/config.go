@@ -38,6 +38,16 @@ type Config struct {
 	ZeroLatency bool
 	// SimArgs are extra `inferrail sim` flags (latency model).
 	SimArgs []string
+	// SimLatency, when set, is the simulators' latency model: its engine
+	// constants (step_overhead, weight_floor, linear_tok_per_sec,
+	// attention_per_pair_ns, kv_read_per_token_ns, request_overhead,
+	// step_token_budget) become `inferrail sim` flags; nil keeps the
+	// simulator's defaults. ParseSimLatency reads it from a flag.
+	SimLatency *route.CostConfig
+	// CostModel, when set, is the balancers' models[].routing.cost_model
+	// (e.g. what `inferrail calibrate` printed); nil keeps the policy's
+	// defaults.
+	CostModel *route.CostConfig
 	// ExactState pushes the fleet's state exchange to its limits so the
 	// balancers see (nearly) the engines' true caches and load with no delay:
 	// the exact-state oracle of perf-model.md §4.1(3). Bloom summaries get a
@@ -104,6 +114,18 @@ func (c Config) Validate() error {
 	}
 	if c.CacheBlocks < 0 || c.BlockSize <= 0 {
 		bad("cache_blocks must be >= 0 and block_size > 0, got %d and %d", c.CacheBlocks, c.BlockSize)
+	}
+	for _, m := range []struct {
+		name string
+		c    *route.CostConfig
+	}{{"sim_latency", c.SimLatency}, {"cost_model", c.CostModel}} {
+		if m.c != nil {
+			rc := route.DefaultConfig()
+			rc.Cost = *m.c
+			if err := rc.Validate(); err != nil {
+				bad("%s: %v", m.name, err)
+			}
+		}
 	}
 	if c.ReadyTimeout <= 0 || c.StopTimeout <= 0 {
 		bad("ready_timeout and stop_timeout must be > 0")

@@ -18,7 +18,7 @@ func TestBalancerYAMLLoads(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Policy = policy
 		path := filepath.Join(t.TempDir(), "b.yaml")
-		if err := os.WriteFile(path, []byte(balancerYAML(cfg, 1, 18080, 19090, 17946, "127.0.0.1:7000")), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(mustBalancerYAML(t, cfg, 1, 18080, 19090, 17946, "127.0.0.1:7000")), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		bc, err := balancer.LoadConfigFile(path)

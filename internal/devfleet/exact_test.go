@@ -47,7 +47,7 @@ func TestBalancerYAMLExactState(t *testing.T) {
 	load := func(exact bool) balancer.Config {
 		cfg := DefaultConfig()
 		cfg.ExactState = exact
-		bc, err := balancer.LoadConfigFile(writeTemp(t, "b.yaml", balancerYAML(cfg, 0, 18080, 19090, 17946, "127.0.0.1:7000")))
+		bc, err := balancer.LoadConfigFile(writeTemp(t, "b.yaml", mustBalancerYAML(t, cfg, 0, 18080, 19090, 17946, "127.0.0.1:7000")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestBalancerYAMLOverlayTTL(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.OverlayTTL = tt.ttl
-			bc, err := balancer.LoadConfigFile(writeTemp(t, "b.yaml", balancerYAML(cfg, 0, 18080, 19090, 17946, "127.0.0.1:7000")))
+			bc, err := balancer.LoadConfigFile(writeTemp(t, "b.yaml", mustBalancerYAML(t, cfg, 0, 18080, 19090, 17946, "127.0.0.1:7000")))
 			if err != nil {
 				t.Fatal(err)
 			}

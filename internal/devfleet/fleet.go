@@ -128,6 +128,9 @@ func (f *Fleet) start(ctx context.Context) error {
 		if cfg.ZeroLatency {
 			simArgs = append(simArgs, "--zero-latency")
 		}
+		if cfg.SimLatency != nil {
+			simArgs = append(simArgs, SimLatencyArgs(*cfg.SimLatency)...)
+		}
 		simArgs = append(simArgs, cfg.SimArgs...)
 		sim, err := startProc(cfg.Binary, f.logDir, fmt.Sprintf("sim-%d", i), simArgs...)
 		if err != nil {
@@ -186,7 +189,11 @@ func (f *Fleet) start(ctx context.Context) error {
 		}
 		b := Balancer{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Admin: fmt.Sprintf("http://127.0.0.1:%d", admin)}
 		path := filepath.Join(f.logDir, fmt.Sprintf("balancer-%d.yaml", i))
-		if err := os.WriteFile(path, []byte(balancerYAML(cfg, i, port, admin, gport, seed)), 0o644); err != nil {
+		doc, err := balancerYAML(cfg, i, port, admin, gport, seed)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 			return fmt.Errorf("write balancer config: %w", err)
 		}
 		p, err := startProc(cfg.Binary, f.logDir, fmt.Sprintf("balancer-%d", i), "balancer", "--config", path, "--log-level", cfg.LogLevel)
@@ -214,19 +221,29 @@ func (f *Fleet) start(ctx context.Context) error {
 }
 
 // balancerYAML is balancer i's config file.
-func balancerYAML(cfg Config, i, port, admin, gport int, seed string) string {
+func balancerYAML(cfg Config, i, port, admin, gport int, seed string) (string, error) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "listen: 127.0.0.1:%d\nadmin: 127.0.0.1:%d\n", port, admin)
 	fmt.Fprintf(&sb, "models:\n  - name: %q\n    tokenizer: builtin:sim\n    block_size: %d\n", cfg.Model, cfg.BlockSize)
+	if cfg.OverlayTTL != 0 || cfg.CostModel != nil {
+		sb.WriteString("    routing:\n")
+	}
 	if cfg.OverlayTTL != 0 {
-		fmt.Fprintf(&sb, "    routing:\n      overlay:\n        ttl: %s\n", max(cfg.OverlayTTL, 0))
+		fmt.Fprintf(&sb, "      overlay:\n        ttl: %s\n", max(cfg.OverlayTTL, 0))
+	}
+	if cfg.CostModel != nil {
+		block, err := costModelYAML(*cfg.CostModel)
+		if err != nil {
+			return "", err
+		}
+		sb.WriteString(block)
 	}
 	fmt.Fprintf(&sb, "gossip:\n  enabled: true\n  bind: 127.0.0.1:%d\n  node_name: balancer-%d\n  profile: local\n  join: [%q]\n", gport, i, seed)
 	if cfg.ExactState {
 		sb.WriteString(balancerExactGossip())
 	}
 	fmt.Fprintf(&sb, "routing:\n  default_policy: %s\n  seed: %d\n", cfg.Policy, cfg.Seed)
-	return sb.String()
+	return sb.String(), nil
 }
 
 // sees reports nil once the balancer's gossip state shows every replica
