@@ -244,6 +244,9 @@ func findEngine(spec *corev1.PodSpec, name, kindOverride string) (EngineInfo, bo
 		}
 		args, kind := engineArgs(c)
 		if kindOverride != "" {
+			if kind == "" {
+				args = append(append([]string{}, c.Command...), c.Args...)
+			}
 			kind = kindOverride
 		}
 		if kind == "" {

@@ -28,7 +28,8 @@ const MaxInputBytes = 64 << 20
 // InjectYAML reads Kubernetes YAML (any number of documents) and returns it
 // with the sidecar added to every pod template that runs an engine. Other
 // documents and templates are kept; comments and key order are kept where
-// go.yaml.in/yaml/v3 keeps them (the output is re-indented by 2). A template
+// go.yaml.in/yaml/v3 keeps them (the output is re-indented by 2); input with
+// nothing to inject is returned as it is. A template
 // that runs an engine but cannot be injected fails the whole input, every
 // problem named by document, object and template; no output is returned
 // then.
@@ -66,6 +67,13 @@ func InjectYAML(in []byte, o Options) ([]byte, []Report, error) {
 	}
 	if len(errs) > 0 {
 		return nil, reports, errors.Join(errs...)
+	}
+	changed := false
+	for _, r := range reports {
+		changed = changed || r.Decision.Action == Inject
+	}
+	if !changed {
+		return in, reports, nil
 	}
 	var out bytes.Buffer
 	enc := yaml.NewEncoder(&out)
@@ -206,13 +214,18 @@ func toNode(v any) (*yaml.Node, error) {
 	return n, nil
 }
 
+// yaml11Bools are the words YAML 1.1 readers (sigs.k8s.io/yaml, so kubectl)
+// take for booleans where YAML 1.2 reads strings.
+var yaml11Bools = map[string]bool{"y": true, "Y": true, "yes": true, "Yes": true, "YES": true, "n": true, "N": true,
+	"no": true, "No": true, "NO": true, "on": true, "On": true, "ON": true, "off": true, "Off": true, "OFF": true}
+
 // plain drops the flow and quoting styles that JSON gave n, keeping quotes
-// only where a plain scalar would change type.
+// only where a plain scalar would change type for a YAML 1.1 or 1.2 reader.
 func plain(n *yaml.Node) {
 	n.Style = 0
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
 		var back any
-		if yaml.Unmarshal([]byte(n.Value), &back) != nil || back != n.Value {
+		if yaml11Bools[n.Value] || yaml.Unmarshal([]byte(n.Value), &back) != nil || back != n.Value {
 			n.Style = yaml.DoubleQuotedStyle
 		}
 	}
