@@ -76,7 +76,7 @@ type Options struct {
 	// says for every pod (--engine-container, --engine, --engine-port); the
 	// pod's annotations override these in turn.
 	EngineContainer, Engine string
-	EnginePort      int
+	EnginePort              int
 	// LogLevel is the sidecar's --log-level (--sidecar-log-level).
 	LogLevel string
 }
