@@ -133,8 +133,8 @@ func TestInjectVLLMDeployment(t *testing.T) {
 	if len(tmpl.Spec.Volumes) != 1 || tmpl.Spec.Volumes[0].Secret.SecretName != "inferrail-gossip" {
 		t.Errorf("volumes = %+v", tmpl.Spec.Volumes)
 	}
-	if tmpl.Annotations[AnnotationInjected] != sc.Image {
-		t.Errorf("annotations = %v", tmpl.Annotations)
+	if tmpl.Annotations[AnnotationInjected] != sc.Image || tmpl.Labels[LabelSidecar] != "injected" || tmpl.Labels["app"] != "vllm-llama" {
+		t.Errorf("annotations = %v labels = %v", tmpl.Annotations, tmpl.Labels)
 	}
 
 	again, reports := mustInject(t, out, testOptions())

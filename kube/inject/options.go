@@ -21,6 +21,9 @@ const (
 	// image. A pod that carries it, or a container named SidecarName, is
 	// left alone.
 	AnnotationInjected = "inferrail.io/injected"
+	// LabelSidecar labels injected pods (value "injected"), for the chart's
+	// NetworkPolicy and for monitoring selectors.
+	LabelSidecar = "inferrail.io/sidecar"
 	// AnnotationContainer names the engine container when the command line
 	// does not make it plain.
 	AnnotationContainer = "inferrail.io/engine-container"

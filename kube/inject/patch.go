@@ -1,6 +1,8 @@
 package inject
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,14 +31,21 @@ func PodPatch(pod *corev1.Pod, o Options) ([]PatchOp, Decision, error) {
 			ops = append(ops, PatchOp{Op: "add", Path: "/spec/volumes/-", Value: *d.Volume})
 		}
 	}
-	if len(pod.Annotations) == 0 {
-		ops = append(ops, PatchOp{Op: "add", Path: "/metadata/annotations", Value: d.Annotations})
-	} else {
-		for k, v := range d.Annotations {
-			ops = append(ops, PatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(k), Value: v})
-		}
-	}
+	ops = append(ops, mapOps("/metadata/labels", pod.Labels, d.Labels)...)
+	ops = append(ops, mapOps("/metadata/annotations", pod.Annotations, d.Annotations)...)
 	return ops, d, nil
+}
+
+// mapOps sets the keys of add in the string map at path, which holds have.
+func mapOps(path string, have, add map[string]string) []PatchOp {
+	if len(have) == 0 {
+		return []PatchOp{{Op: "add", Path: path, Value: add}}
+	}
+	var ops []PatchOp
+	for _, k := range slices.Sorted(maps.Keys(add)) {
+		ops = append(ops, PatchOp{Op: "add", Path: path + "/" + escapePointer(k), Value: add[k]})
+	}
+	return ops
 }
 
 // escapePointer escapes a JSON pointer reference token (RFC 6901).

@@ -40,6 +40,8 @@ type Decision struct {
 	Volume *corev1.Volume
 	// Annotations are set on the pod (AnnotationInjected).
 	Annotations map[string]string
+	// Labels are set on the pod (LabelSidecar).
+	Labels map[string]string
 }
 
 // Plan decides what to do with one pod template: its metadata (labels and
@@ -114,7 +116,8 @@ func Plan(meta metav1.ObjectMeta, spec *corev1.PodSpec, o Options) (Decision, er
 		return Decision{}, errors.Join(errs...)
 	}
 	return Decision{Action: Inject, Engine: e, Container: c, Volume: v,
-		Annotations: map[string]string{AnnotationInjected: o.Image}}, nil
+		Annotations: map[string]string{AnnotationInjected: o.Image},
+		Labels:      map[string]string{LabelSidecar: "injected"}}, nil
 }
 
 // Apply performs an Inject decision on a typed pod template.
@@ -131,6 +134,12 @@ func (d Decision) Apply(meta *metav1.ObjectMeta, spec *corev1.PodSpec) {
 	}
 	for k, v := range d.Annotations {
 		meta.Annotations[k] = v
+	}
+	if meta.Labels == nil {
+		meta.Labels = map[string]string{}
+	}
+	for k, v := range d.Labels {
+		meta.Labels[k] = v
 	}
 }
 

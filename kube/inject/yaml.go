@@ -178,7 +178,12 @@ func injectTemplate(tmpl *yaml.Node, o Options) (Decision, error) {
 		vols := ensure(specNode, "volumes", yaml.SequenceNode)
 		vols.Content = append(vols.Content, vn)
 	}
-	ann := ensure(ensure(tmpl, "metadata", yaml.MappingNode), "annotations", yaml.MappingNode)
+	mn := ensure(tmpl, "metadata", yaml.MappingNode)
+	labels := ensure(mn, "labels", yaml.MappingNode)
+	for k, v := range d.Labels {
+		set(labels, k, v)
+	}
+	ann := ensure(mn, "annotations", yaml.MappingNode)
 	for k, v := range d.Annotations {
 		set(ann, k, v)
 	}
