@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,13 +38,19 @@ type Object struct {
 	Obj runtime.Object
 	// Name is metadata.name.
 	Name string
+	// CRD is the strictly decoded custom resource of a kind in CRDKinds
+	// (Obj is nil then).
+	CRD any
+	// YAML is the document.
+	YAML []byte
 }
 
 // DecodeStrict splits multi-document YAML (or a JSON object) and decodes
 // every non-empty document into its Go type, strictly. Every problem is
-// reported, each with its document number. Kinds outside the scheme are
-// errors too: pass skipKinds to name the CRD kinds a caller checks another
-// way; their documents are returned with a nil Obj.
+// reported, each with its document number. The custom resources of
+// CRDKinds are decoded by DecodeCRD. Other kinds outside the scheme are
+// errors too: pass skipKinds to name the ones a caller checks another way;
+// their documents are returned with a nil Obj.
 func DecodeStrict(b []byte, skipKinds ...string) ([]Object, error) {
 	ser := json.NewSerializerWithOptions(json.DefaultMetaFactory, Scheme, Scheme,
 		json.SerializerOptions{Yaml: true, Strict: true})
@@ -94,7 +101,16 @@ func DecodeStrict(b []byte, skipKinds ...string) ([]Object, error) {
 		}
 		gvk := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
 		if skip[tm.Kind] {
-			out = append(out, Object{GVK: gvk, Name: tm.Metadata.Name})
+			out = append(out, Object{GVK: gvk, Name: tm.Metadata.Name, YAML: raw})
+			continue
+		}
+		if slices.Contains(CRDKinds, tm.Kind) {
+			crd, err := DecodeCRD(raw)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("document %d (%s %s): %w", i, tm.Kind, tm.Metadata.Name, err))
+				continue
+			}
+			out = append(out, Object{GVK: gvk, Name: tm.Metadata.Name, CRD: crd, YAML: raw})
 			continue
 		}
 		obj, _, err := ser.Decode(js, nil, nil)
@@ -102,7 +118,7 @@ func DecodeStrict(b []byte, skipKinds ...string) ([]Object, error) {
 			errs = append(errs, fmt.Errorf("document %d (%s %s): %w", i, tm.Kind, tm.Metadata.Name, err))
 			continue
 		}
-		out = append(out, Object{GVK: gvk, Obj: obj, Name: tm.Metadata.Name})
+		out = append(out, Object{GVK: gvk, Obj: obj, Name: tm.Metadata.Name, YAML: raw})
 	}
 	return out, errors.Join(errs...)
 }
