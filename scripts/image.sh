@@ -20,7 +20,8 @@ for e in docker podman; do
 done
 if [ -z "$engine" ]; then
   found=$(for e in docker podman; do if command -v "$e" >/dev/null 2>&1; then printf "%s " "$e"; fi; done)
-  echo "make image: no working container engine here (clients found: ${found:+${found% }}${found:-none}; 'docker info' and 'podman info' both fail)."
+  found=${found% }
+  echo "make image: no working container engine here (clients found: ${found:-none}; 'docker info' and 'podman info' both fail)."
   echo "make image: skipped; run it where docker or podman can build images."
   exit 0
 fi
