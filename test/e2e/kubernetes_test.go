@@ -30,14 +30,16 @@ const (
 	k8sDocsEngine = "docs/kubernetes/vllm-deployment.yaml"
 	k8sRendered   = "docs/kubernetes/inferrail.yaml"
 	k8sInjected   = "docs/kubernetes/vllm-deployment.injected.yaml"
+	k8sEPPValues  = "docs/kubernetes/epp-values.yaml"
+	k8sEPP        = "docs/kubernetes/inference-pool.yaml"
 	k8sHeader     = "# Rendered from helm/inferrail by test/e2e TestKubernetesDocs; do not edit.\n"
 )
 
-// k8sRender renders the chart as release inferrail in namespace inferrail
+// k8sRender renders the chart as release inferrail in namespace
 // with value files relative to the repository root.
-func k8sRender(t *testing.T, root string, files ...string) (string, []kubetest.Object) {
+func k8sRender(t *testing.T, root, namespace string, files ...string) (string, []kubetest.Object) {
 	t.Helper()
-	rel := kubetest.Release{Name: "inferrail", Namespace: "inferrail", APIVersions: []string{"cert-manager.io/v1"}}
+	rel := kubetest.Release{Name: "inferrail", Namespace: namespace, APIVersions: []string{"cert-manager.io/v1"}}
 	for _, f := range files {
 		rel.ValueFiles = append(rel.ValueFiles, filepath.Join(root, f))
 	}
@@ -119,7 +121,7 @@ func k8sGolden(t *testing.T, path string, got []byte) {
 func TestKubernetesDocs(t *testing.T) {
 	root := scRepoRoot(t)
 	bin := scBuild(t)
-	manifest, objs := k8sRender(t, root, k8sDocsValues)
+	manifest, objs := k8sRender(t, root, "inferrail", k8sDocsValues)
 	k8sGolden(t, filepath.Join(root, k8sRendered), []byte(k8sHeader+manifest))
 
 	injected := k8sInject(t, bin, filepath.Join(root, k8sDocsEngine), k8sSidecarFlags(t, objs))
@@ -132,6 +134,24 @@ func TestKubernetesDocs(t *testing.T) {
 		t.Fatalf("injected Deployment has %d containers", n)
 	}
 	k8sGolden(t, filepath.Join(root, k8sInjected), injected)
+
+	// The endpoint-picker example: the InferencePool and HTTPRoute the chart
+	// renders for it, installed beside the engines in ml.
+	manifest, _ = k8sRender(t, root, "ml", k8sDocsValues, k8sEPPValues)
+	var epp strings.Builder
+	in := false
+	for _, part := range strings.Split(manifest, "---\n") {
+		if strings.HasPrefix(part, "# Source: ") {
+			in = strings.HasPrefix(part, "# Source: inferrail/templates/epp.yaml\n")
+		}
+		if in {
+			epp.WriteString("---\n" + part)
+		}
+	}
+	if !strings.Contains(epp.String(), "kind: InferencePool") || !strings.Contains(epp.String(), "kind: HTTPRoute") {
+		t.Fatalf("no InferencePool and HTTPRoute rendered:\n%s", manifest)
+	}
+	k8sGolden(t, filepath.Join(root, k8sEPP), []byte(k8sHeader+epp.String()))
 }
 
 // TestKubernetesTopology starts, as local processes, the pods that the
@@ -142,7 +162,7 @@ func TestKubernetesDocs(t *testing.T) {
 func TestKubernetesTopology(t *testing.T) {
 	root := scRepoRoot(t)
 	bin := scBuild(t)
-	_, objs := k8sRender(t, root, k8sDocsValues, "test/e2e/testdata/k8s-topology-values.yaml")
+	_, objs := k8sRender(t, root, "inferrail", k8sDocsValues, "test/e2e/testdata/k8s-topology-values.yaml")
 	c := newK8sCluster(t, bin)
 	for _, o := range objs {
 		switch v := o.Obj.(type) {
