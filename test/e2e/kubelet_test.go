@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"crypto/tls"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -182,15 +184,21 @@ func (p *k8sPod) ready(t *testing.T) {
 				port = int(cp.ContainerPort)
 			}
 		}
-		url := fmt.Sprintf("http://%s:%d%s", p.ip, port, pr.HTTPGet.Path)
+		scheme := strings.ToLower(string(pr.HTTPGet.Scheme))
+		if scheme == "" {
+			scheme = "http"
+		}
+		url := fmt.Sprintf("%s://%s:%d%s", scheme, p.ip, port, pr.HTTPGet.Path)
 		proc := p.procs[ctr.Name]
+		// The kubelet does not verify the certificate of an HTTPS probe.
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 		scWait(t, p.name+"/"+ctr.Name+" readiness "+url, func() error {
 			select {
 			case <-proc.done:
 				t.Fatalf("%s/%s exited: %v", p.name, ctr.Name, proc.err)
 			default:
 			}
-			resp, err := http.Get(url)
+			resp, err := client.Get(url)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -12,12 +14,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/inferrail/inferrail/internal/kubetest"
 )
@@ -155,10 +162,10 @@ func TestKubernetesDocs(t *testing.T) {
 }
 
 // TestKubernetesTopology starts, as local processes, the pods that the
-// chart (balancers) and `inferrail inject` (engine pods with the sidecar)
-// describe, with their command lines and config files, and with simulators
-// for vLLM; the balancers must learn the sidecars over gossip and route
-// requests to them.
+// chart describes (the webhook, the balancers) and the engine pods as the
+// chart's webhook admits them (the same as `inferrail inject` writes), with
+// their command lines and config files and with simulators for vLLM; the
+// balancers must learn the sidecars over gossip and route requests to them.
 func TestKubernetesTopology(t *testing.T) {
 	root := scRepoRoot(t)
 	bin := scBuild(t)
@@ -177,6 +184,12 @@ func TestKubernetesTopology(t *testing.T) {
 	_, _ = rand.Read(key)
 	c.secrets["inferrail-gossip"] = map[string][]byte{"gossip.key": []byte(base64.StdEncoding.EncodeToString(key) + "\n")}
 
+	// The webhook first, before Service names resolve in this test's DNS, so
+	// its flags stay as the chart wrote them.
+	wh := k8sFind[*appsv1.Deployment](t, objs, "inferrail-webhook")
+	whPod := c.runPod("inferrail-webhook-0", c.allocIP(), wh.Spec.Template.Spec, nil)
+	whPod.ready(t)
+
 	bal := k8sFind[*appsv1.Deployment](t, objs, "inferrail-balancer")
 	gossipSvc := k8sFind[*corev1.Service](t, objs, "inferrail-gossip")
 	var balancers []*k8sPod
@@ -190,12 +203,40 @@ func TestKubernetesTopology(t *testing.T) {
 		balancers = append(balancers, c.runPod(fmt.Sprintf("inferrail-balancer-%d", i), ip, bal.Spec.Template.Spec, nil))
 	}
 
+	// The engine pods as the webhook admits them: the docs' vLLM Deployment's
+	// pod template sent in an AdmissionReview, over TLS verified with the
+	// caBundle of the MutatingWebhookConfiguration for the webhook Service's
+	// name, as the API server does.
+	src, err := kubetest.DecodeStrict(must(os.ReadFile(filepath.Join(root, k8sDocsEngine))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := src[0].Obj.(*appsv1.Deployment)
+	mwc := k8sFind[*admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "inferrail-webhook")
+	cc := mwc.Webhooks[0].ClientConfig
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(cc.CABundle) {
+		t.Fatalf("caBundle is not PEM")
+	}
+	wc := &whClient{t: t, base: fmt.Sprintf("https://%s:%d", whPod.ip, wh.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort),
+		c: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs: pool, ServerName: cc.Service.Name + "." + cc.Service.Namespace + ".svc"}}}}
+	pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: dep.Spec.Template.ObjectMeta, Spec: dep.Spec.Template.Spec}
+	pod.Namespace, pod.GenerateName = "ml", "vllm-llama-"
+	admitted := whApply(t, pod, wc.review(*cc.Service.Path, admissionv1.Create, pod))
+	if whSidecar(admitted) == nil {
+		t.Fatalf("the webhook did not inject the docs' vLLM pod")
+	}
+	// The same pod as `inferrail inject` writes (docs/kubernetes).
 	injected := k8sInject(t, bin, filepath.Join(root, k8sDocsEngine), k8sSidecarFlags(t, objs))
 	eng, err := kubetest.DecodeStrict(injected)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep := eng[0].Obj.(*appsv1.Deployment)
+	if fromCLI := eng[0].Obj.(*appsv1.Deployment).Spec.Template.Spec; !reflect.DeepEqual(fromCLI, admitted.Spec) {
+		t.Errorf("the chart's webhook and inject disagree:\nwebhook %+v\ninject  %+v", admitted.Spec, fromCLI)
+	}
 	// vLLM's command line, run by `inferrail sim`, which takes vLLM's flags.
 	sim := func(ctr *corev1.Container, ip string) []string {
 		argv := append(slices.Clone(ctr.Command), ctr.Args...)
@@ -210,7 +251,7 @@ func TestKubernetesTopology(t *testing.T) {
 	for i := range int(*dep.Spec.Replicas) {
 		name := fmt.Sprintf("vllm-llama-%d", i)
 		names = append(names, name)
-		engines = append(engines, c.runPod(name, c.allocIP(), dep.Spec.Template.Spec, sim))
+		engines = append(engines, c.runPod(name, c.allocIP(), admitted.Spec, sim))
 	}
 	for _, p := range append(slices.Clone(engines), balancers...) {
 		p.ready(t) // balancers: GET /health answers 200 once a replica is healthy
@@ -267,4 +308,11 @@ func TestKubernetesTopology(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
