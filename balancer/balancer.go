@@ -35,6 +35,7 @@ type Balancer struct {
 	proxy  *proxy.Proxy
 	pool   *tokenize.Pool
 	models *models
+	keys   apiKeys // nil: no authentication
 	now    func() time.Time
 
 	scratch sync.Pool // *scratch
@@ -60,6 +61,11 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		b.gather = g
 	}
 	var err error
+	if cfg.Auth.APIKeysFile != "" {
+		if b.keys, err = loadAPIKeys(cfg.Auth.APIKeysFile); err != nil {
+			return nil, fmt.Errorf("auth.api_keys_file: %w", err)
+		}
+	}
 	if b.models, err = newModels(&b.cfg, reg); err != nil {
 		return nil, err
 	}

@@ -42,6 +42,7 @@ type Config struct {
 	Retry           RetryConfig           `yaml:"retry"`
 	Timeouts        TimeoutsConfig        `yaml:"timeouts"`
 	Tokenize        TokenizeConfig        `yaml:"tokenize"`
+	Auth            AuthConfig            `yaml:"auth"`
 }
 
 // ModelConfig is one model.
@@ -357,7 +358,7 @@ func prefixed(prefix string, err error) []error {
 }
 
 // Preflight does the checks of a config that need the file system: every
-// tokenizer loads and the gossip key file reads. `inferrail check` runs it
+// tokenizer loads, the gossip key file and the API keys file read. `inferrail check` runs it
 // after Validate so that a config it accepts also starts; every problem is
 // reported at once.
 func (c *Config) Preflight() error {
@@ -373,6 +374,11 @@ func (c *Config) Preflight() error {
 	if c.Gossip.Enabled && c.Gossip.KeyFile != "" {
 		if _, err := gossip.LoadKeyFile(c.Gossip.KeyFile); err != nil {
 			errs = append(errs, fmt.Errorf("gossip.key_file: %w", err))
+		}
+	}
+	if c.Auth.APIKeysFile != "" {
+		if _, err := loadAPIKeys(c.Auth.APIKeysFile); err != nil {
+			errs = append(errs, fmt.Errorf("auth.api_keys_file %q: %w", c.Auth.APIKeysFile, err))
 		}
 	}
 	return errors.Join(errs...)

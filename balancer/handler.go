@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,6 +66,10 @@ func (b *Balancer) serveClient(w http.ResponseWriter, r *http.Request) {
 		h(w, r)
 	}
 	w.Header().Set(HeaderRequestID, requestID(r))
+	if b.keys != nil && strings.HasPrefix(r.URL.Path, "/v1/") && !b.keys.allows(r) {
+		unauthorized(w)
+		return
+	}
 	switch r.URL.Path {
 	case "/v1/chat/completions":
 		post(kindChat)
