@@ -154,7 +154,7 @@ func TestChartDefaults(t *testing.T) {
 	for _, k := range []string{"NetworkPolicy/inferrail-balancer", "NetworkPolicy/inferrail-webhook", "PodDisruptionBudget/inferrail-balancer", "Deployment/inferrail-webhook", "Service/inferrail-webhook", "ServiceAccount/inferrail-webhook"} {
 		r.get(t, strings.Split(k, "/")[0], strings.Split(k, "/")[1])
 	}
-	for _, k := range []string{"HorizontalPodAutoscaler/inferrail-balancer", "ServiceMonitor/inferrail-balancer", "InferencePool/inferrail", "Certificate/inferrail-webhook"} {
+	for _, k := range []string{"HorizontalPodAutoscaler/inferrail-balancer", "ServiceMonitor/inferrail-balancer", "InferencePool/inferrail", "Certificate/inferrail-webhook", "Secret/inferrail-api-keys"} {
 		if _, ok := r[k]; ok {
 			t.Errorf("%s rendered by default", k)
 		}
@@ -200,6 +200,16 @@ func TestChartProduction(t *testing.T) {
 	if len(cfg.Models) != 1 || cfg.Models[0].Tokenizer != "/models/llama" || cfg.Gossip.ClusterLabel != "prod" {
 		t.Errorf("values did not reach the balancer config: %+v", cfg)
 	}
+	// API keys: a Secret, mounted where the config's auth.api_keys_file says.
+	keys := r.get(t, "Secret", "inferrail-api-keys").Obj.(*corev1.Secret)
+	if string(keys.Data["api-keys"]) != "sk-team-a-0001\nsk-team-b-0002" || cfg.Auth.APIKeysFile != "/etc/inferrail/api-keys/api-keys" {
+		t.Errorf("api keys Secret %q, config %q", keys.Data["api-keys"], cfg.Auth.APIKeysFile)
+	}
+	spec := r.get(t, "Deployment", "inferrail-balancer").Obj.(*appsv1.Deployment).Spec.Template.Spec
+	if !slices.ContainsFunc(spec.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/etc/inferrail/api-keys" }) ||
+		!slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "inferrail-api-keys" }) {
+		t.Errorf("api keys not mounted: %+v %+v", spec.Containers[0].VolumeMounts, spec.Volumes)
+	}
 }
 
 func TestChartEPP(t *testing.T) {
@@ -244,6 +254,9 @@ func TestChartMinimal(t *testing.T) {
 	dep := r.get(t, "Deployment", "inferrail-balancer").Obj.(*appsv1.Deployment)
 	if v := dep.Spec.Template.Spec.Volumes[1]; v.Secret.SecretName != "my-gossip-key" {
 		t.Errorf("gossip volume %+v", v)
+	}
+	if v := dep.Spec.Template.Spec.Volumes[2]; v.Secret.SecretName != "my-api-keys" {
+		t.Errorf("api keys volume %+v", v)
 	}
 }
 

@@ -263,7 +263,10 @@ func TestKubernetesTopology(t *testing.T) {
 			seen := map[string]bool{}
 			for range 8 {
 				body := `{"model":"llama-8b","messages":[{"role":"user","content":"hello from the topology test"}],"max_tokens":4}`
-				resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+				req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer sk-topology-test") // the chart's api-keys Secret
+				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					return err
 				}
@@ -289,6 +292,15 @@ func TestKubernetesTopology(t *testing.T) {
 			}
 			return nil
 		})
+	}
+	// Without the key: 401.
+	resp, err := http.Post(fmt.Sprintf("http://%s:8080/v1/chat/completions", balancers[0].ip), "application/json", strings.NewReader(`{"model":"llama-8b"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a request without the API key got %s", resp.Status)
 	}
 	// Both sidecars joined: every balancer sees both engine pods.
 	for _, b := range balancers {

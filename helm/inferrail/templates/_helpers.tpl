@@ -81,3 +81,12 @@ rules:
     resources: [pods]
     scope: Namespaced
 {{- end -}}
+
+{{/* The Secret of the balancers' API keys, "" for none. */}}
+{{- define "inferrail.apiKeysSecret" -}}
+{{- if .Values.balancer.apiKeysSecret -}}
+{{- .Values.balancer.apiKeysSecret -}}
+{{- else if .Values.balancer.apiKeys -}}
+{{- printf "%s-api-keys" (include "inferrail.fullname" .) -}}
+{{- end -}}
+{{- end -}}
