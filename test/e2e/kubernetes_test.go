@@ -207,7 +207,11 @@ func TestKubernetesTopology(t *testing.T) {
 	// pod template sent in an AdmissionReview, over TLS verified with the
 	// caBundle of the MutatingWebhookConfiguration for the webhook Service's
 	// name, as the API server does.
-	src, err := kubetest.DecodeStrict(must(os.ReadFile(filepath.Join(root, k8sDocsEngine))))
+	engineYAML, err := os.ReadFile(filepath.Join(root, k8sDocsEngine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := kubetest.DecodeStrict(engineYAML)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,9 +326,40 @@ func TestKubernetesTopology(t *testing.T) {
 	}
 }
 
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
+// TestInjectCLI runs `inferrail inject` on stdin and on a pod it must
+// refuse: exit status 1, every reason on stderr, nothing on stdout.
+func TestInjectCLI(t *testing.T) {
+	bin := scBuild(t)
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - {name: e, image: x, args: [vllm, serve, m, --port, \"9100\"], ports: [{containerPort: 8100}]}\n"
+	cmd := exec.Command(bin, "inject")
+	cmd.Stdin = strings.NewReader(pod)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v", err)
 	}
-	return v
+	for _, want := range []string{"nothing written", "stdin: document 1: Pod/p", "the engine's port 9100", `container "e" already uses port 8100`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout not empty: %s", stdout.String())
+	}
+
+	cmd = exec.Command(bin, "inject", "--join", "seed.example:7946", "-")
+	cmd.Stdin = strings.NewReader("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n    - {name: e, image: x, args: [vllm, serve, m]}\n")
+	stdout.Reset()
+	stderr.Reset()
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("inject: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "- seed.example:7946") || !strings.Contains(stderr.String(), "stdin: Pod/p: injected: vllm container \"e\" on port 8000") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	if err := exec.Command(bin, "inject", "--data-port", "0", "/dev/null").Run(); err == nil {
+		t.Errorf("--data-port 0 accepted")
+	}
 }
