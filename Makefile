@@ -9,7 +9,7 @@ BIN       := bin/inferrail
 PKGS      := ./...
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build test check fmt vet staticcheck race demo fixtures bench bench-go fuzz clean
+.PHONY: all build test check fmt vet staticcheck race demo fixtures bench bench-go fuzz image clean
 
 all: build
 
@@ -67,6 +67,11 @@ bench-go:
 # Short fuzzing pass over every fuzz target.
 fuzz:
 	scripts/fuzz.sh 20s
+
+# The container image (Dockerfile) with docker or podman; says so and
+# succeeds where neither has a working engine.
+image:
+	scripts/image.sh
 
 clean:
 	rm -rf bin

@@ -425,7 +425,7 @@ func prefixed(prefix string, err error) []error {
 }
 
 // Preflight does the checks of a config that need the file system: every
-// tokenizer loads and the gossip key file reads. `inferrail check` runs it
+// tokenizer loads, the gossip key file and the API keys file read. `inferrail check` runs it
 // after Validate so that a config it accepts also starts; every problem is
 // reported at once.
 func (c *Config) Preflight() error {

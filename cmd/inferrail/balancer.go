@@ -43,6 +43,7 @@ func balancerFlags() []balancerFlag {
 		{"gossip-bind", "gossip bind IP:port (default " + d.Gossip.Bind + "); enables the gossip", func(c *balancer.Config, v string) {
 			c.Gossip.Bind, c.Gossip.Enabled = v, true
 		}},
+		{"gossip-advertise", "gossip advertise IP or IP:port (default: the bind address; on Kubernetes $(POD_IP))", func(c *balancer.Config, v string) { c.Gossip.Advertise = v }},
 		{"join", "comma-separated gossip seeds host:port", func(c *balancer.Config, v string) { c.Gossip.Join = list(v) }},
 		{"gossip-key-file", "file with the gossip encryption key (base64 or raw 16/24/32 bytes)", func(c *balancer.Config, v string) { c.Gossip.KeyFile = v }},
 		{"node-name", "gossip node name (default: the host name + \"-balancer\")", func(c *balancer.Config, v string) { c.Gossip.NodeName = v }},
