@@ -343,7 +343,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 			rep.ObserveTTFT(now.Sub(sent), d.EstimatedTTFT)
 		}
 	}
-	if rq.stream && resp.StatusCode/100 == 2 && isEventStream(resp.Header) {
+	if rq.stream && resp.StatusCode/100 == 2 && openai.IsEventStream(resp.Header) {
 		resp.Body = &openai.FirstTokenReader{R: resp.Body, OnFirstToken: prefilled}
 	} else {
 		prefilled()

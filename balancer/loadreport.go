@@ -3,7 +3,6 @@ package balancer
 import (
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/internal/loadreport"
@@ -55,7 +54,3 @@ func (t *trailerReport) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func isEventStream(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	return len(ct) >= len("text/event-stream") && strings.EqualFold(ct[:len("text/event-stream")], "text/event-stream")
-}

@@ -14,7 +14,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -116,7 +115,7 @@ func (t prefillTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	} else {
 		resp, err = t.next.RoundTrip(r)
 	}
-	if err != nil || !st.stream || resp.StatusCode/100 != 2 || !isEventStream(resp.Header) {
+	if err != nil || !st.stream || resp.StatusCode/100 != 2 || !openai.IsEventStream(resp.Header) {
 		t.counts.prefilled(st.e)
 		return resp, err
 	}
@@ -150,10 +149,6 @@ func (t prefillTransport) acceptedTrip(r *http.Request, st *reqState) (*http.Res
 	}
 }
 
-func isEventStream(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	return len(ct) >= len("text/event-stream") && strings.EqualFold(ct[:len("text/event-stream")], "text/event-stream")
-}
 
 // ServeHTTP forwards one request to the engine.
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net/http"
+	"strings"
 )
 
 // FirstToken watches a streamed chat or completions response for its first
@@ -115,3 +117,10 @@ func (r *FirstTokenReader) Read(p []byte) (int, error) {
 
 // Close implements io.Closer.
 func (r *FirstTokenReader) Close() error { return r.R.Close() }
+
+// IsEventStream reports whether h declares a server-sent-events body
+// (Content-Type text/event-stream, any parameters).
+func IsEventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= len("text/event-stream") && strings.EqualFold(ct[:len("text/event-stream")], "text/event-stream")
+}
