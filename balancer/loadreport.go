@@ -53,4 +53,3 @@ func (t *trailerReport) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
-

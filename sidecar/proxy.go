@@ -149,7 +149,6 @@ func (t prefillTransport) acceptedTrip(r *http.Request, st *reqState) (*http.Res
 	}
 }
 
-
 // ServeHTTP forwards one request to the engine.
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &reqState{w: w}
