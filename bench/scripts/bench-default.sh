@@ -9,7 +9,10 @@
 # H100; KV blocks of 16 tokens) and replays the same seeded arrivals. Each
 # part:
 #   1. measures round robin's capacity: round robin at the part's ladder of
-#      rates (CAPACITY_RATES, a trace's speed-ups), one short run each, in
+#      rates (CAPACITY_RATES, a trace's speed-ups), one run each with the
+#      part's own windows (shorter ones let queues stay short and put 1x
+#      beyond the capacity: W6 measured 140/s with 15 s windows, where every
+#      policy missed the SLO with 30 s ones), in
 #      ascending order until one leaves the SLO; the capacity is the highest
 #      rate whose TTFT p99 is within the SLO's TTFT (2 s; 10 s for
 #      mooncake-h100, see below) with >= 99% of requests within the SLO.
@@ -41,13 +44,13 @@
 # warm-up, plus its drain bound, plus 5 s of fleet start and stop; the search
 # may stop before its last rate; `DRY_RUN=1` prints each part's plan and
 # budget):
-#   W1:      5 capacity x (15+10+5 s) + 2 x 21 runs x (24+10+5 s) = 1,788 s (29.8 min)
-#   W2:      4 capacity x (10+30+5 s) + 2 x 16 runs x (15+30+5 s) = 1,780 s (29.7 min)
-#   W3:      4 capacity x (10+30+5 s) + 2 x 16 runs x (15+30+5 s) = 1,780 s (29.7 min)
-#   W6:      5 capacity x (15+10+5 s) + 2 x 16 runs x (30+10+5 s) = 1,590 s (26.5 min)
-#   ladder:  3 capacity x (10+45+5 s) + 2 x 13 runs x (12+45+5 s) = 1,792 s (29.9 min)
+#   W1:      4 capacity x (24+10+5 s) + 2 x 21 runs x (24+10+5 s) = 1,794 s (29.9 min)
+#   W2:      4 capacity x (15+30+5 s) + 2 x 16 runs x (15+30+5 s) = 1,800 s (30.0 min)
+#   W3:      4 capacity x (15+30+5 s) + 2 x 16 runs x (15+30+5 s) = 1,800 s (30.0 min)
+#   W6:      5 capacity x (30+10+5 s) + 2 x 16 runs x (30+10+5 s) = 1,665 s (27.8 min)
+#   ladder:  3 capacity x (12+45+5 s) + 2 x 13 runs x (12+45+5 s) = 1,798 s (30.0 min)
 #   mooncake, mooncake-h100:
-#            4 capacity x (15+25+5 s) + 2 x 16 runs x (20+25+5 s) = 1,780 s (29.7 min)
+#            4 capacity x (20+25+5 s) + 2 x 16 runs x (20+25+5 s) = 1,800 s (30.0 min)
 # All seven parts: about 3.4 hours. The ladder's 1,000-token answers need a
 # 45 s drain (1,000 tokens at up to ~40 ms each), which no shorter window
 # offsets, so the ladder drops its 0.5x cell (the least loaded one) to stay
@@ -98,28 +101,28 @@ for w in ${WORKLOADS:-W1 W2 W3 W6 ladder mooncake mooncake-h100}; do
 			bench/scripts/install-nginx.sh || echo "bench: nginx unavailable; the nginx baselines will fail and be skipped" >&2
 		fi
 		compare W1 0.5,1.5 --workload W1 --num-gpu-blocks 4096 --duration 24s --warmup 5s --drain 10s \
-			--capacity-rates 36,48,60,72,84 --capacity-duration 15s \
+			--capacity-rates 36,48,60,72 \
 			--policies prefix_hash,kv_aware --nginx round_robin,least_conn --oracle --balancer-policy cost_model
 		;;
 	W2)
 		compare W2 0.5,1.5 --workload W2 --think 2s --num-gpu-blocks 4096 --duration 15s --warmup 5s --drain 30s \
-			--capacity-rates 8,12,16,20 --capacity-duration 10s
+			--capacity-rates 8,12,16,20
 		;;
 	W3)
 		compare W3 0.5,1.5 --workload W3 --num-gpu-blocks 4096 --duration 15s --warmup 5s --drain 30s \
-			--capacity-rates 2,4,6,8 --capacity-duration 10s
+			--capacity-rates 2,4,6,8
 		;;
 	W6)
 		compare W6 0.5,1.5 --workload W6 --num-gpu-blocks 4096 --duration 30s --warmup 5s --drain 10s \
-			--capacity-rates 80,100,120,140,160 --capacity-duration 15s
+			--capacity-rates 80,100,120,140,160
 		;;
 	ladder)
 		compare ladder 1.5 --workload ladder --num-gpu-blocks 27500 --duration 12s --warmup 3s --drain 45s \
-			--capacity-rates 3,5,8 --capacity-duration 10s
+			--capacity-rates 3,5,8
 		;;
 	mooncake)
 		compare mooncake 0.5,1.5 --workload mooncake --trace "$TRACE" --num-gpu-blocks 4096 --max-input-tokens 8192 \
-			--duration 20s --warmup 5s --drain 25s --capacity-rates 0.5,1,1.5,2 --capacity-duration 15s
+			--duration 20s --warmup 5s --drain 25s --capacity-rates 0.5,1,1.5,2
 		;;
 	mooncake-h100)
 		# Uncut, the trace's p99 prompt (~90K tokens in its first two
@@ -127,7 +130,7 @@ for w in ${WORKLOADS:-W1 W2 W3 W6 ladder mooncake mooncake-h100}; do
 		# routing meets a 2 s TTFT for 99% of requests: this part's SLO is
 		# 10 s, about 1.25x that idle time, and measures queueing.
 		compare mooncake-h100 0.5,1.5 --workload mooncake --trace "$TRACE" --num-gpu-blocks 27500 --max-input-tokens 0 \
-			--slo-ttft 10s --duration 20s --warmup 5s --drain 25s --capacity-rates 0.5,1,1.5,2 --capacity-duration 15s
+			--slo-ttft 10s --duration 20s --warmup 5s --drain 25s --capacity-rates 0.5,1,1.5,2
 		;;
 	*)
 		echo "bench: unknown part $w (W1 W2 W3 W6 ladder mooncake mooncake-h100)" >&2
