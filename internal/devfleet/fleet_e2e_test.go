@@ -1,13 +1,16 @@
 package devfleet_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,24 +111,15 @@ func TestFleetServesBench(t *testing.T) {
 		t.Errorf("bounds %+v: H_inf must bound the hit rate %v", res.Bounds, s.HitRateUsage)
 	}
 	// Every sidecar follows its engine's KV events (not the approximate set
-	// built from prompts, which misses generated blocks and evictions).
+	// built from prompts, which misses generated blocks and evictions). An
+	// engine publishes a batch only when its cache changes, and cache-aware
+	// routing may well have sent both shared prefixes to one replica, so
+	// each replica first gets a prompt of its own through its sidecar.
 	for _, r := range f.Replicas {
-		var sum struct {
-			Source   string `json:"source"`
-			Complete bool   `json:"complete"`
-		}
-		resp, err := http.Get(r.SidecarAdmin + "/v1/summary")
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = json.NewDecoder(resp.Body).Decode(&sum)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sum.Source != "exact" || !sum.Complete {
-			t.Errorf("sidecar %s summary source %q complete %v; want exact and complete (KV events flowing)", r.Name, sum.Source, sum.Complete)
-		}
+		promptReplica(t, r.SidecarURL, cfg.Model, r.Name)
+	}
+	for _, r := range f.Replicas {
+		waitExactSummary(ctx, t, r.Name, r.SidecarAdmin)
 	}
 	stopped = true
 	if err := f.Stop(); err != nil {
@@ -142,6 +136,61 @@ func TestFleetServesBench(t *testing.T) {
 		if resp, err := http.Get(b.URL + "/health"); err == nil {
 			resp.Body.Close()
 			t.Errorf("balancer %s still answers after Stop", b.URL)
+		}
+	}
+}
+
+// promptReplica sends one completion straight to a replica's sidecar (its
+// data path), with a prompt no other request shares.
+func promptReplica(t *testing.T, sidecarURL, model, name string) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{
+		"model":      model,
+		"prompt":     strings.Repeat("a prompt only "+name+" sees, ", 40),
+		"max_tokens": 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(sidecarURL+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: completion through the sidecar: %s: %s", name, resp.Status, b)
+	}
+}
+
+// waitExactSummary polls a sidecar's /v1/summary until its source is the
+// exact block set and complete (the KV events flow). It fails the test if
+// the summary is still approximate when ctx (the test's hang guard) ends.
+func waitExactSummary(ctx context.Context, t *testing.T, name, admin string) {
+	t.Helper()
+	var sum struct {
+		Source   string `json:"source"`
+		Complete bool   `json:"complete"`
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := http.Get(admin + "/v1/summary")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&sum)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Source == "exact" && sum.Complete {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("sidecar %s summary source %q complete %v; want exact and complete (KV events flowing)", name, sum.Source, sum.Complete)
+		case <-tick.C:
 		}
 	}
 }
