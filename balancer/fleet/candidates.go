@@ -43,7 +43,7 @@ func (m *ModelSet) Candidates(now time.Time, dst []route.Candidate) []route.Cand
 	for i, r := range m.Replicas {
 		c := &dst[i]
 		c.Healthy = r.Healthy(now)
-		c.TTFTScale = r.TTFTScale()
+		c.TTFTScale = r.observedTTFTScale()
 		mem := r.member.Load()
 		var gossipAt time.Time
 		if mem != nil {

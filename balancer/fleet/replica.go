@@ -104,8 +104,9 @@ type Replica struct {
 	member atomic.Pointer[gossip.Member] // nil for static replicas
 	// report is the newest load report of a response (nil: none yet);
 	// logTTFT the log of the TTFT correction, as float64 bits (report.go).
-	report  atomic.Pointer[responseReport]
-	logTTFT atomic.Uint64
+	report      atomic.Pointer[responseReport]
+	logTTFT     atomic.Uint64
+	ttftSamples atomic.Int64
 
 	downMu     sync.Mutex // protects downCtx and downCancel
 	downCtx    context.Context

@@ -54,6 +54,7 @@ func (r *Replica) ObserveTTFT(measured, estimated time.Duration) {
 		cur := math.Float64frombits(old)
 		next := cur + ttftAlpha*(x-cur)
 		if r.logTTFT.CompareAndSwap(old, math.Float64bits(next)) {
+			r.ttftSamples.Add(1)
 			return
 		}
 	}
@@ -62,3 +63,12 @@ func (r *Replica) ObserveTTFT(measured, estimated time.Duration) {
 // TTFTScale returns the replica's running ratio of measured to estimated TTFT
 // (1 before any observation).
 func (r *Replica) TTFTScale() float64 { return math.Exp(math.Float64frombits(r.logTTFT.Load())) }
+
+// observedTTFTScale returns TTFTScale, or 0 before any observation (a
+// candidate then takes its fleet's mean, route.Candidate.TTFTScale).
+func (r *Replica) observedTTFTScale() float64 {
+	if r.ttftSamples.Load() == 0 {
+		return 0
+	}
+	return r.TTFTScale()
+}

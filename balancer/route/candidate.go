@@ -1,6 +1,7 @@
 package route
 
 import (
+	"math"
 	"time"
 
 	"github.com/zeebo/xxh3"
@@ -122,9 +123,13 @@ type Candidate struct {
 	// CapacityBlocks is the replica's KV cache capacity in blocks (0:
 	// unknown). A prompt with more blocks than that is never sent there.
 	CapacityBlocks int
-	// TTFTScale corrects cost_model's estimates for the replica: the
-	// running ratio of its measured to its estimated times to first token
-	// (0 or 1: no correction).
+	// TTFTScale is the running ratio of the replica's measured to its
+	// estimated times to first token (0: not measured yet). cost_model
+	// charges each candidate its ratio relative to the mean of the
+	// eligible candidates' (an unmeasured one counts as the mean): an error
+	// of the constants that every replica shares changes no choice, and a
+	// replica that has served is never cheaper than one that has not just
+	// because the estimate was high.
 	TTFTScale float64
 
 	idHash uint64 // xxh3 of ID, filled by Prepare (0: compute per use)
@@ -197,9 +202,26 @@ func (c *Candidate) ownWork() Work {
 	return Work{InFlight: int(max(f, 0)), Pending: int(max(p, 0)), PrefillTokens: max(t, 0)}
 }
 
-func (c *Candidate) ttftScale() float64 {
-	if c.TTFTScale > 0 {
-		return c.TTFTScale
+// ttftScale returns c's correction relative to mean (see TTFTScale).
+func (c *Candidate) ttftScale(mean float64) float64 {
+	if c.TTFTScale > 0 && mean > 0 {
+		return c.TTFTScale / mean
 	}
 	return 1
+}
+
+// meanTTFTScale returns the geometric mean of the measured TTFTScale of the
+// eligible candidates (0: none measured).
+func meanTTFTScale(cands []Candidate, elig []int32) float64 {
+	sum, n := 0.0, 0
+	for _, i := range elig {
+		if s := cands[i].TTFTScale; s > 0 {
+			sum += math.Log(s)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return math.Exp(sum / float64(n))
 }

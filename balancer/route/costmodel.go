@@ -49,11 +49,12 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	totalDelay, weights := 0.0, 0.0
 	cold, _ := p.est.ttft(0, 0, prompt, 0)
 	s.load = s.load[:0]
+	mean := meanTTFTScale(cands, s.elig)
 	for _, i := range s.elig {
 		c := &cands[i]
 		w := p.work(c, now)
 		cached := int(s.cached[i])
-		scale := c.ttftScale()
+		scale := c.ttftScale(mean)
 		t, wait := p.est.ttft(float64(w.PrefillTokens), w.Decodes(), prompt-cached, cached)
 		idle, _ := p.est.ttft(0, 0, prompt-cached, cached)
 		delay := max(t-idle, 0) * scale
@@ -103,9 +104,9 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	if hot := float64(p.cfg.Cost.HotPrefixQueueWait); hot > 0 && s.cached[s.elig[best]] > 0 && s.queue[best] >= hot {
 		// Replication is deliberate: compare estimated TTFTs, without the
 		// miss penalty that keeps prefixes at home.
-		next, nextT, nextR := -1, p.estimate(cands, s, best, prompt)+hot, 0.0
+		next, nextT, nextR := -1, p.estimate(cands, s, best, prompt, mean)+hot, 0.0
 		for k, i := range s.elig {
-			t := p.estimate(cands, s, k, prompt)
+			t := p.estimate(cands, s, k, prompt, mean)
 			if k == best || t > nextT || !under(k) {
 				continue
 			}
@@ -125,7 +126,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		Reason:          reason,
 		CachedTokens:    int(s.cached[i]),
 		UncachedTokens:  prompt - int(s.cached[i]),
-		EstimatedTTFT:   time.Duration(math.Round(p.estimate(cands, s, best, prompt))),
+		EstimatedTTFT:   time.Duration(math.Round(p.estimate(cands, s, best, prompt, mean))),
 		Score:           s.score[best] / 1e9,
 		Eligible:        len(s.elig),
 		SummaryFallback: fallback,
@@ -140,7 +141,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 
 // estimate returns the estimated TTFT of eligible candidate k: its score
 // without the miss penalty.
-func (p *costModel) estimate(cands []Candidate, s *Scratch, k, prompt int) float64 {
+func (p *costModel) estimate(cands []Candidate, s *Scratch, k, prompt int, mean float64) float64 {
 	cached := int(s.cached[s.elig[k]])
-	return s.score[k] - p.est.penalty(prompt-cached, cached)*cands[s.elig[k]].ttftScale()
+	return s.score[k] - p.est.penalty(prompt-cached, cached)*cands[s.elig[k]].ttftScale(mean)
 }

@@ -410,3 +410,31 @@ func TestCostModelNearTiesPreferTheCache(t *testing.T) {
 		}
 	}
 }
+
+// The TTFT correction is relative: a shared error of the constants changes
+// no choice, and a replica that has served (measured faster than estimated)
+// is not preferred over one not measured yet; a replica measured slower than
+// the others is charged for it.
+func TestCostModelCorrectionIsRelative(t *testing.T) {
+	p := newPolicy(t, PolicyCostModel, nil)
+	picks := map[int]int{}
+	for i := range 200 {
+		cs := cands(4)
+		cs[0].TTFTScale = 0.5 // served, estimates were high; the others unmeasured
+		got, _ := mustPick(t, p, req(prompt(uint32(500+i), uint32(500+i), 0, 64)), cs)
+		picks[got]++
+	}
+	if picks[0] > 80 {
+		t.Errorf("the measured replica took %d of 200 new prompts, want about a quarter: %v", picks[0], picks)
+	}
+	cs := cands(4)
+	for k := range cs {
+		cs[k].TTFTScale = 0.5
+	}
+	cs[2].TTFTScale = 2 // four times slower than the others
+	for i := range 50 {
+		if got, _ := mustPick(t, p, req(prompt(uint32(900+i), uint32(900+i), 0, 64)), cs); got == 2 {
+			t.Fatalf("prompt %d went to the slow replica", i)
+		}
+	}
+}
