@@ -78,24 +78,7 @@ func (p *dynamoKV) Pick(req *Request, cands []Candidate, s *Scratch) (int, Decis
 	} else {
 		k, reason = p.sample(s, lo, hi, cfg.RouterTemperature), ReasonDynamoSampled
 	}
-	if len(s.elig) == 1 {
-		reason = ReasonOnlyCandidate
-	}
-	i := int(s.elig[k])
-	d := Decision{
-		Reason:          reason,
-		CachedTokens:    int(s.cached[i]),
-		UncachedTokens:  prompt - int(s.cached[i]),
-		Score:           s.score[k],
-		Eligible:        len(s.elig),
-		SummaryFallback: fallback,
-		Cached:          s.cached,
-		Scores:          candidateScores(s, len(cands), 1),
-	}
-	if p.overlay != nil {
-		p.overlay.record(req.Hashes, cands[i].key(), now)
-	}
-	return i, d, nil
+	return p.scoredPick(req, cands, s, k, reason, fallback, now)
 }
 
 // lowest returns the position in s.elig of the lowest s.score, ties at

@@ -75,23 +75,5 @@ func (p *llmD) Pick(req *Request, cands []Candidate, s *Scratch) (int, Decision,
 		}
 	}
 	reason := ReasonLLMDMaxScore
-	if len(s.elig) == 1 {
-		reason = ReasonOnlyCandidate
-	}
-	i := int(s.elig[best])
-	prompt := req.promptTokens()
-	d := Decision{
-		Reason:          reason,
-		CachedTokens:    int(s.cached[i]),
-		UncachedTokens:  prompt - int(s.cached[i]),
-		Score:           s.score[best],
-		Eligible:        len(s.elig),
-		SummaryFallback: fallback,
-		Cached:          s.cached,
-		Scores:          candidateScores(s, len(cands), 1),
-	}
-	if p.overlay != nil {
-		p.overlay.record(req.Hashes, cands[i].key(), now)
-	}
-	return i, d, nil
+	return p.scoredPick(req, cands, s, best, reason, fallback, now)
 }

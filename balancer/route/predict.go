@@ -97,3 +97,27 @@ func grow[T any](buf []T, n int) []T {
 	}
 	return make([]T, n)
 }
+
+// scoredPick finishes a prefix-aware pick of eligible position k: the
+// Decision (scores in s.score, divided by 1), ReasonOnlyCandidate when k was
+// the only choice, and the placement in the overlay.
+func (b *base) scoredPick(req *Request, cands []Candidate, s *Scratch, k int, reason Reason, fallback bool, now time.Time) (int, Decision, error) {
+	if len(s.elig) == 1 {
+		reason = ReasonOnlyCandidate
+	}
+	i := int(s.elig[k])
+	d := Decision{
+		Reason:          reason,
+		CachedTokens:    int(s.cached[i]),
+		UncachedTokens:  req.promptTokens() - int(s.cached[i]),
+		Score:           s.score[k],
+		Eligible:        len(s.elig),
+		SummaryFallback: fallback,
+		Cached:          s.cached,
+		Scores:          candidateScores(s, len(cands), 1),
+	}
+	if b.overlay != nil {
+		b.overlay.record(req.Hashes, cands[i].key(), now)
+	}
+	return i, d, nil
+}
