@@ -6,12 +6,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -214,29 +212,5 @@ func (p *k8sPod) ready(t *testing.T) {
 // k8sStart is scStart with the container's environment added to the test's.
 func k8sStart(t *testing.T, bin, name string, env []string, args ...string) *scProc {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	p := &scProc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.kill(syscall.SIGKILL)
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("--- %s log ---\n%s", name, b)
-		}
-	})
-	return p
+	return scStartEnv(t, bin, name, env, args...)
 }

@@ -78,12 +78,21 @@ type scProc struct {
 
 func scStart(t *testing.T, bin, name string, args ...string) *scProc {
 	t.Helper()
+	return scStartEnv(t, bin, name, nil, args...)
+}
+
+// scStartEnv is scStart with env added to the test's environment.
+func scStartEnv(t *testing.T, bin, name string, env []string, args ...string) *scProc {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
