@@ -335,6 +335,26 @@ func (b *Builder) Flush() (deltas [][]byte, newEpoch bool) {
 	return deltas, false
 }
 
+// countAtVersionLocked returns the blocks medium m held at the builder's
+// current (epoch, seq): the held set without the changes still pending for
+// the next delta, which a view applies on top of the snapshot. (The filter
+// may already carry them: setting bits and marking gone is idempotent,
+// counting is not.) b.mu must be held.
+func (b *Builder) countAtVersionLocked(m Medium) int {
+	n := len(b.media[m].set)
+	for _, c := range b.pending {
+		if c.Medium != m {
+			continue
+		}
+		if c.Removed {
+			n++
+		} else {
+			n--
+		}
+	}
+	return max(n, 0)
+}
+
 // Snapshot returns the encoded summary at the current (epoch, seq). The
 // result is shared: callers must not modify it.
 func (b *Builder) Snapshot() []byte {
@@ -357,7 +377,7 @@ func (b *Builder) Snapshot() []byte {
 		slices.Sort(gone)
 		s.Filters = append(s.Filters, Filter{
 			Medium: Medium(m),
-			Count:  uint64(len(md.set)),
+			Count:  uint64(b.countAtVersionLocked(Medium(m))),
 			M:      uint64(md.filter.Cap()),
 			K:      uint8(md.filter.K()),
 			Words:  words,

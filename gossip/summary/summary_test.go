@@ -454,3 +454,32 @@ func TestViewForgetsRemovedBlocks(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot taken while changes wait for the next delta counts the blocks
+// as of its version, so a view fed the snapshot and then that delta counts
+// exactly what the builder holds (the pending changes are not counted
+// twice: a pending removal used to take the view one block below).
+func TestSnapshotCountsAtItsVersion(t *testing.T) {
+	b, _ := newTestBuilder(t, nil)
+	r := rand.New(rand.NewPCG(31, 32))
+	hs := chain(r, 20)
+	for _, h := range hs {
+		b.Add(h, MediumGPU)
+	}
+	b.Flush()
+	b.Remove(hs[3], MediumGPU) // pending
+	b.Add(kvblock.Hash(r.Uint64()), MediumGPU)
+	b.Remove(hs[7], MediumGPU)
+	b.Remove(hs[9], MediumGPU)
+	snap := b.Snapshot() // taken while the four changes are pending
+	v := NewView()
+	mustApply(t, v, snap)
+	deltas, newEpoch := b.Flush()
+	if newEpoch || len(deltas) == 0 {
+		t.Fatalf("flush: %d deltas, new epoch %v", len(deltas), newEpoch)
+	}
+	mustApply(t, v, deltas...)
+	if got, want := v.Info().Blocks[MediumGPU], uint64(b.Len(MediumGPU)); got != want {
+		t.Errorf("view counts %d blocks, the builder holds %d", got, want)
+	}
+}
