@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -46,11 +47,16 @@ type Meta struct {
 	// Gateway API InferencePool whose target port is the engine names
 	// (0: not advertised).
 	EnginePort uint32 `json:"engine_port,omitempty"`
+	// KVCapacityBlocks is the engine's KV cache capacity in blocks of
+	// BlockSize tokens, summed over its data-parallel ranks (0: unknown).
+	// Balancers bound the KV memory a replica is sent (docs/routing.md).
+	KVCapacityBlocks uint32 `json:"kv_capacity_blocks,omitempty"`
 }
 
 // Marshal encodes m: type and version bytes, role, then varints and
-// length-prefixed strings, and last the engine port (a varint that older
-// encoders did not write, so decoders accept its absence). It fails with
+// length-prefixed strings, and last the engine port, the adapter count and the
+// KV capacity (varints that older encoders did not write, so decoders accept
+// their absence). It fails with
 // ErrMetaTooLarge past MaxMetaSize.
 func (m *Meta) Marshal() ([]byte, error) {
 	b := make([]byte, 0, 128)
@@ -68,6 +74,7 @@ func (m *Meta) Marshal() ([]byte, error) {
 	// metadata that ends before them.
 	b = binary.AppendUvarint(b, uint64(m.EnginePort))
 	b = binary.AppendUvarint(b, uint64(max(m.Adapters, 0)))
+	b = binary.AppendUvarint(b, uint64(m.KVCapacityBlocks))
 	if len(b) > MaxMetaSize {
 		return nil, fmt.Errorf("%w: %d bytes > %d", ErrMetaTooLarge, len(b), MaxMetaSize)
 	}
@@ -118,6 +125,13 @@ func UnmarshalMeta(b []byte) (Meta, error) {
 			d.fail("%d adapters of %d models", a, len(m.Models))
 		}
 		m.Adapters = int(a)
+	}
+	if d.err == nil && len(d.b) > 0 {
+		c := d.uvarint()
+		if c > math.MaxUint32 {
+			d.fail("KV capacity %d blocks", c)
+		}
+		m.KVCapacityBlocks = uint32(c)
 	}
 	d.end()
 	if d.err != nil {

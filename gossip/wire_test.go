@@ -21,7 +21,8 @@ func randomMeta(r *rand.Rand) Meta {
 		return string(b)
 	}
 	m := Meta{Role: Role(1 + r.IntN(3)), Engine: str(8), BlockSize: r.Uint32N(1 << 20), DataAddr: str(24),
-		AdminAddr: str(24), Version: str(16), SummaryEpoch: r.Uint64(), EnginePort: r.Uint32N(65536)}
+		AdminAddr: str(24), Version: str(16), SummaryEpoch: r.Uint64(), EnginePort: r.Uint32N(65536),
+		KVCapacityBlocks: r.Uint32()}
 	for range r.IntN(6) {
 		m.Models = append(m.Models, str(40))
 	}
@@ -75,7 +76,26 @@ func TestUnmarshalMetaWithoutEnginePort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := UnmarshalMeta(b[:len(b)-3]) // 8000 is a two-byte varint, then the adapters (0)
+	got, err := UnmarshalMeta(b[:len(b)-4]) // 8000 is a two-byte varint, then the adapters and the capacity (0)
+	if err != nil {
+		t.Fatalf("UnmarshalMeta: %v", err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestUnmarshalMetaWithoutCapacity decodes metadata from an encoder that
+// predates the KV capacity: the adapters are read, the capacity is 0.
+func TestUnmarshalMetaWithoutCapacity(t *testing.T) {
+	want := Meta{Role: RoleSidecar, Models: []string{"m", "a"}, Adapters: 1, EnginePort: 8000}
+	full := want
+	full.KVCapacityBlocks = 27500
+	b, err := full.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := UnmarshalMeta(b[:len(b)-3]) // 27500 is a three-byte varint
 	if err != nil {
 		t.Fatalf("UnmarshalMeta: %v", err)
 	}
@@ -93,7 +113,7 @@ func TestUnmarshalMetaRejects(t *testing.T) {
 		{"empty", nil},
 		{"wrong type", []byte{'X', 1, 1, 0, 0, 0, 0, 0, 0, 0}},
 		{"wrong version", []byte{'M', 9, 1, 0, 0, 0, 0, 0, 0, 0}},
-		{"truncated", good[:len(good)-3]}, // into the last model name, before the optional engine port and adapters
+		{"truncated", good[:len(good)-4]}, // into the last model name, before the optional engine port, adapters and capacity
 		{"trailing", append(append([]byte{}, good...), 0)},
 		{"model count too large", []byte{'M', 1, 1, 0, 0, 0, 0, 0, 0, 0xff, 0x01}},
 		{"engine port too large", []byte{'M', 1, 1, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x04}},

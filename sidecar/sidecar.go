@@ -69,7 +69,18 @@ type Sidecar struct {
 // metaUpdater is the optional ability of a gossip node to publish what the
 // sidecar learned about its engine.
 type metaUpdater interface {
-	updateMeta(models []string, adapters int, kind string, blockSize int, dataAddr, adminAddr string)
+	updateMeta(e engineMeta)
+}
+
+// engineMeta is what the sidecar advertises about its engine; a zero field
+// keeps the value already published.
+type engineMeta struct {
+	models              []string
+	adapters            int
+	kind                string
+	blockSize           int
+	capacityBlocks      int
+	dataAddr, adminAddr string
 }
 
 type scrapeOutcome struct {

@@ -117,12 +117,12 @@ func (s *Sidecar) control(ctx context.Context) error {
 		if s.gossip != nil {
 			s.gossip.SetLoad(s.Load())
 			if mu, ok := s.gossip.(metaUpdater); ok {
-				var kind string
+				e := engineMeta{blockSize: int(s.blockSize.Load()), dataAddr: s.dataAddr, adminAddr: s.adminAddr}
 				if g := s.lastGood.Load(); g != nil {
-					kind = string(g.load.Kind)
+					e.kind, e.capacityBlocks = string(g.load.Kind), g.load.NumGPUBlocks
 				}
-				models, adapters := s.advertised()
-				mu.updateMeta(models, adapters, kind, int(s.blockSize.Load()), s.dataAddr, s.adminAddr)
+				e.models, e.adapters = s.advertised()
+				mu.updateMeta(e)
 			}
 		}
 		if summaryGauges++; summaryGauges%10 == 0 {

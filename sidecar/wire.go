@@ -125,29 +125,32 @@ func (g *gossipAdapter) SetLoad(r LoadReport) {
 }
 
 // updateMeta publishes what the sidecar learned about its engine (models,
-// kind, block size, bound addresses) when it changed. It starts from the
-// node's current metadata, which the node itself updates with the summary
-// epoch.
-func (g *gossipAdapter) updateMeta(models []string, adapters int, kind string, blockSize int, dataAddr, adminAddr string) {
+// kind, block size, KV capacity, bound addresses) when it changed. It starts
+// from the node's current metadata, which the node itself updates with the
+// summary epoch.
+func (g *gossipAdapter) updateMeta(e engineMeta) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	cur := g.n.Meta()
 	m := cur
 	m.Models = slices.Clone(cur.Models)
-	if len(models) > 0 {
-		m.Models, m.Adapters = models, adapters
+	if len(e.models) > 0 {
+		m.Models, m.Adapters = e.models, e.adapters
 	}
-	if kind != "" {
-		m.Engine = kind
+	if e.kind != "" {
+		m.Engine = e.kind
 	}
-	if blockSize > 0 {
-		m.BlockSize = uint32(blockSize)
+	if e.blockSize > 0 {
+		m.BlockSize = uint32(e.blockSize)
 	}
-	if dataAddr != "" {
-		m.DataAddr = dataAddr
+	if e.capacityBlocks > 0 {
+		m.KVCapacityBlocks = uint32(min(e.capacityBlocks, math.MaxUint32))
 	}
-	if adminAddr != "" {
-		m.AdminAddr = adminAddr
+	if e.dataAddr != "" {
+		m.DataAddr = e.dataAddr
+	}
+	if e.adminAddr != "" {
+		m.AdminAddr = e.adminAddr
 	}
 	if metaEqual(m, cur) {
 		return
@@ -160,7 +163,8 @@ func (g *gossipAdapter) updateMeta(models []string, adapters int, kind string, b
 func metaEqual(a, b gossip.Meta) bool {
 	return slices.Equal(a.Models, b.Models) && a.Adapters == b.Adapters && a.Role == b.Role && a.Engine == b.Engine &&
 		a.BlockSize == b.BlockSize && a.DataAddr == b.DataAddr && a.AdminAddr == b.AdminAddr &&
-		a.Version == b.Version && a.SummaryEpoch == b.SummaryEpoch && a.EnginePort == b.EnginePort
+		a.Version == b.Version && a.SummaryEpoch == b.SummaryEpoch && a.EnginePort == b.EnginePort &&
+		a.KVCapacityBlocks == b.KVCapacityBlocks
 }
 
 // enginePort is the port of the engine's URL (its scheme's default when it

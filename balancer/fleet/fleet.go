@@ -23,8 +23,8 @@ import (
 type ReplicaDefaults struct {
 	MaxConcurrency int `yaml:"max_concurrency"`
 	MaxPending     int `yaml:"max_pending"`
-	// CapacityBlocks is the KV capacity assumed for gossip replicas (0:
-	// unknown).
+	// CapacityBlocks is the KV capacity assumed for gossip replicas whose
+	// sidecar does not advertise the engine's (0: unknown).
 	CapacityBlocks int `yaml:"kv_capacity_blocks"`
 }
 
@@ -195,10 +195,14 @@ func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
 				continue
 			}
 			d := f.cfg.Defaults
+			capacity := d.CapacityBlocks
+			if m.Meta.KVCapacityBlocks > 0 { // the engine's own figure, as its sidecar read it
+				capacity = int(m.Meta.KVCapacityBlocks)
+			}
 			specs = append(specs, entry{member: m, spec: Spec{
 				ID: m.Name, URL: &url.URL{Scheme: "http", Host: m.Meta.DataAddr}, H2C: true,
 				Models: slices.Clone(m.Meta.Models), Adapters: m.Meta.Adapters, BlockSize: int(m.Meta.BlockSize),
-				MaxConcurrency: d.MaxConcurrency, MaxPending: d.MaxPending, CapacityBlocks: d.CapacityBlocks,
+				MaxConcurrency: d.MaxConcurrency, MaxPending: d.MaxPending, CapacityBlocks: capacity,
 			}})
 		}
 	}
