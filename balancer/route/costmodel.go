@@ -13,7 +13,9 @@ import (
 // interference, in estimated time) by more than LoadFactor × the weighted mean
 // delay, by more than one full engine step and by more than its cache saves
 // this request, is skipped (a spill): the miss penalty may keep a prefix at
-// home, but not on a replica so loaded that going cold would be faster. Among
+// home, but not on a replica so loaded that going cold would be faster. So is
+// a candidate whose KV memory cannot hold the request's uncached tokens
+// beside what it holds and has queued (base.kvShort), while another can. Among
 // the candidates under the bound whose scores are within TieMargin of the
 // lowest, the one that holds most of the prompt wins, then the prefix's
 // rendezvous order: different prompts spread over near-equal replicas, so
@@ -49,11 +51,19 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	totalDelay, weights := 0.0, 0.0
 	cold, _ := p.est.ttft(0, 0, prompt, 0)
 	s.load = s.load[:0]
+	s.short = s.short[:0]
+	fits := 0
 	mean := meanTTFTScale(cands, s.elig)
+	bs := req.blockSize()
 	for _, i := range s.elig {
 		c := &cands[i]
 		w := p.work(c, now)
 		cached := int(s.cached[i])
+		short := p.kvShort(c, w, now, prompt-cached, bs)
+		s.short = append(s.short, short)
+		if !short {
+			fits++
+		}
 		scale := c.ttftScale(mean)
 		t, wait := p.est.ttft(float64(w.PrefillTokens), w.Decodes(), prompt-cached, cached)
 		idle, _ := p.est.ttft(0, 0, prompt-cached, cached)
@@ -67,6 +77,9 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	}
 	minBound := p.est.step(float64(p.est.budget), 0)
 	under := func(k int) bool {
+		if s.short[k] && fits > 0 {
+			return false
+		}
 		return s.delay[k] <= max(p.cfg.LoadFactor*totalDelay/weights*cands[s.elig[k]].weight(), minBound, s.load[k])
 	}
 	best, all := -1, -1
@@ -80,12 +93,22 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 			best, bestT = k, t
 		}
 	}
+	if best < 0 { // every candidate with KV room is over the bound on work
+		for k := range s.elig {
+			if t := s.score[k]; !s.short[k] && (best < 0 || t < bestT) {
+				best, bestT = k, t
+			}
+		}
+	}
 	if best < 0 { // unreachable: the least delayed candidate is always under the bound
 		best = all
 	}
 	reason := ReasonLowestTTFT
 	if best != all {
 		reason = ReasonLoadSpill
+		if s.short[all] {
+			reason = ReasonKVSpill
+		}
 	}
 	// Near-equal choices: the one holding most of the prompt (free hits:
 	// an engine step costs the same whether it computes a few tokens or a

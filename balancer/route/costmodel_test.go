@@ -85,6 +85,13 @@ func fleet4(hs []kvblock.Hash, warm int) []Candidate {
 	return cs
 }
 
+// withCapacity gives every candidate a KV capacity of blocks.
+func withCapacity(cs []Candidate, blocks int) {
+	for i := range cs {
+		cs[i].CapacityBlocks = blocks
+	}
+}
+
 func TestCostModelChoices(t *testing.T) {
 	hs := prompt(3, 3, 100, 128) // a 2k-token prompt, 100 blocks shared
 	for _, tc := range []struct {
@@ -151,6 +158,44 @@ func TestCostModelChoices(t *testing.T) {
 			},
 			cfg:        func(c *Config) { c.PrefixBlocks = 1 },
 			want:       -1,
+			wantReason: ReasonLowestTTFT,
+		},
+		{
+			name: "warm replica out of KV memory",
+			edit: func(cs []Candidate) {
+				withCapacity(cs, 4096)
+				cs[2].Load.KVUsage = 0.995 // 326 of 65,536 tokens free: not the 448 uncached
+			},
+			want:       -1,
+			wantReason: ReasonKVSpill,
+		},
+		{
+			name: "warm replica with KV room to spare",
+			edit: func(cs []Candidate) {
+				withCapacity(cs, 4096)
+				cs[2].Load.KVUsage = 0.98 // 1,310 tokens free
+			},
+			want:       2,
+			wantReason: ReasonLowestTTFT,
+		},
+		{
+			name: "every replica out of KV memory: the usual choice",
+			edit: func(cs []Candidate) {
+				withCapacity(cs, 4096)
+				for i := range cs {
+					cs[i].Load.KVUsage = 1
+				}
+			},
+			want:       2,
+			wantReason: ReasonLowestTTFT,
+		},
+		{
+			name: "stale KV usage is ignored",
+			edit: func(cs []Candidate) {
+				withCapacity(cs, 4096)
+				cs[2].Load.KVUsage, cs[2].Load.Stale = 1, true
+			},
+			want:       2,
 			wantReason: ReasonLowestTTFT,
 		},
 		{
@@ -436,5 +481,32 @@ func TestCostModelCorrectionIsRelative(t *testing.T) {
 		if got, _ := mustPick(t, p, req(prompt(uint32(900+i), uint32(900+i), 0, 64)), cs); got == 2 {
 			t.Fatalf("prompt %d went to the slow replica", i)
 		}
+	}
+}
+
+// kvShort counts the KV blocks in use, the prefill still queued and the
+// request's own uncached tokens against the capacity, in the replica's
+// block size.
+func TestKVShort(t *testing.T) {
+	b := &base{cfg: DefaultConfig()}
+	c := cands(1)[0]
+	c.CapacityBlocks, c.BlockSize, c.Load.KVUsage = 1000, 32, 0.5 // 16,000 of 32,000 tokens in use
+	for _, tc := range []struct {
+		queued int64
+		need   int
+		want   bool
+	}{
+		{0, 16000, false},
+		{0, 16001, true},
+		{8000, 8000, false},
+		{8000, 8001, true},
+	} {
+		if got := b.kvShort(&c, Work{PrefillTokens: tc.queued}, t0, tc.need, 16); got != tc.want {
+			t.Errorf("kvShort(queued %d, need %d) = %v, want %v", tc.queued, tc.need, got, tc.want)
+		}
+	}
+	c.CapacityBlocks = 0
+	if b.kvShort(&c, Work{}, t0, 1<<30, 16) {
+		t.Error("kvShort with an unknown capacity = true, want false")
 	}
 }

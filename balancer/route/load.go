@@ -43,3 +43,23 @@ func (b *base) work(c *Candidate, now time.Time) Work {
 func (b *base) load(c *Candidate, now time.Time) float64 {
 	return float64(b.work(c, now).InFlight)
 }
+
+// kvShort reports whether c's KV memory cannot hold a request needing need
+// more tokens of it while w is in flight: the blocks the engine reported in
+// use (Load.KVUsage of Candidate.CapacityBlocks) plus the uncached prompt
+// tokens still to prefill there (they take blocks as their prefill runs)
+// plus need exceed the capacity. An engine short of KV blocks does not
+// admit the request until decodes finish, or preempts one and computes it
+// again: either is a wait the step-time estimate does not see. Unknown
+// (no capacity, or no fresh report): false.
+func (b *base) kvShort(c *Candidate, w Work, now time.Time, need, bs int) bool {
+	if c.CapacityBlocks <= 0 || !b.loadFresh(c, now) {
+		return false
+	}
+	if c.BlockSize > 0 {
+		bs = c.BlockSize
+	}
+	capacity := float64(c.CapacityBlocks) * float64(bs)
+	used := min(max(c.Load.KVUsage, 0), 1) * capacity
+	return used+float64(max(w.PrefillTokens, 0))+float64(max(need, 0)) > capacity
+}

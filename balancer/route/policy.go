@@ -44,6 +44,9 @@ const (
 	ReasonPrefixOwner Reason = "prefix_owner"
 	// ReasonLoadSpill: the preferred replica was above the load bound.
 	ReasonLoadSpill Reason = "load_spill"
+	// ReasonKVSpill: the preferred replica's KV memory could not hold the
+	// request (cost_model).
+	ReasonKVSpill Reason = "kv_spill"
 	// ReasonNoPrefix: the prompt has no full block; least loaded.
 	ReasonNoPrefix Reason = "no_prefix"
 	// ReasonBestScore: kv_aware's highest blended score.
@@ -116,6 +119,7 @@ type Scratch struct {
 	score   []float64 // per eligible
 	queue   []float64 // cost_model: queue wait per eligible, ns
 	delay   []float64 // cost_model: delay its load adds, per eligible, ns
+	short   []bool    // cost_model: KV memory too short, per eligible
 	cached  []int32   // predicted cached tokens per candidate
 	scores  []float64 // Decision.Scores, per candidate
 	hits    []overlayHit
@@ -129,6 +133,8 @@ func NewScratch(n int) *Scratch {
 		load:   make([]float64, 0, n),
 		score:  make([]float64, 0, n),
 		queue:  make([]float64, 0, n),
+		delay:  make([]float64, 0, n),
+		short:  make([]bool, 0, n),
 		cached: make([]int32, 0, n),
 		scores: make([]float64, 0, n),
 		hits:   make([]overlayHit, 0, maxOverlayPoints+2),
