@@ -51,6 +51,11 @@ type ReplicaInfo struct {
 	Static bool     `json:"static"`
 	Models []string `json:"models"`
 	Weight float64  `json:"weight"`
+	// BlockSize is its KV block size in tokens and KVCapacityBlocks its KV
+	// capacity in blocks, as its sidecar advertises them or the config sets
+	// them (absent: unknown).
+	BlockSize        int `json:"block_size,omitempty"`
+	KVCapacityBlocks int `json:"kv_capacity_blocks,omitempty"`
 	// Health is healthy, ejected, unhealthy, gone or draining.
 	Health string `json:"health"`
 	// InFlight and Pending are this balancer's own requests there.
@@ -78,7 +83,7 @@ func (b *Balancer) serveReplicas(w http.ResponseWriter, r *http.Request) {
 	out := []ReplicaInfo{}
 	for _, rep := range b.fleet.Snapshot().Replicas {
 		ri := ReplicaInfo{Name: rep.ID, URL: redactURL(rep.URL), Static: rep.Static, Models: rep.Models,
-			Weight: rep.Weight, Health: string(rep.State(now)),
+			Weight: rep.Weight, BlockSize: rep.BlockSize, KVCapacityBlocks: rep.CapacityBlocks, Health: string(rep.State(now)),
 			InFlight: rep.Counters.InFlight.Load(), Pending: rep.Counters.Pending.Load()}
 		if ri.Weight == 0 {
 			ri.Weight = 1

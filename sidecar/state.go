@@ -117,7 +117,15 @@ func (s *Sidecar) control(ctx context.Context) error {
 		if s.gossip != nil {
 			s.gossip.SetLoad(s.Load())
 			if mu, ok := s.gossip.(metaUpdater); ok {
-				e := engineMeta{blockSize: int(s.blockSize.Load()), dataAddr: s.dataAddr, adminAddr: s.adminAddr}
+				e := engineMeta{blockSize: int(s.blockSize.Load()), adminAddr: s.adminAddr}
+				if s.lastLoad.Load() != nil {
+					// Balancers route to a sidecar that advertises its
+					// data address: it does so once the engine was
+					// scraped, so that they learn its block size and KV
+					// capacity with it rather than rebuild the replica
+					// when those arrive.
+					e.dataAddr = s.dataAddr
+				}
 				if g := s.lastGood.Load(); g != nil {
 					e.kind, e.capacityBlocks = string(g.load.Kind), g.load.NumGPUBlocks
 				}

@@ -76,7 +76,6 @@ func newGossip(cfg Config, feed *summaryFeed, log *slog.Logger, reg prometheus.R
 	gc.Meta = gossip.Meta{
 		Engine:    engineKind,
 		BlockSize: uint32(cfg.BlockSize),
-		DataAddr:  hostPortFor(cfg.Gossip.Advertise, cfg.Listen),
 		AdminAddr: hostPortFor(cfg.Gossip.Advertise, cfg.Admin),
 		Version:   buildinfo.Version(),
 	}
