@@ -15,7 +15,8 @@ import (
 // over replicas (the busiest replica's share against a fair share, and the
 // most requests awaiting their first token on one replica at once), the
 // shape of the TTFT distribution (a tail only, or every request slower),
-// prediction accuracy, failures and stalls of the load generator.
+// prediction accuracy, failures, stalls of the load generator and stalls of
+// the whole fleet.
 func diagnose(own, rival *Group, replicas int) string {
 	var out []string
 	if rival != nil {
@@ -71,6 +72,12 @@ func diagnose(own, rival *Group, replicas int) string {
 	}
 	if lag := own.mean(func(r *bench.Result) float64 { return r.Summary.SendLag.P99 }); lag > stallLagMS {
 		out = append(out, fmt.Sprintf("the load generator stalled (send lag p99 %.0f ms)", lag))
+	}
+	for i, r := range own.Reps {
+		if st, ok := fleetStall(r.Records); ok {
+			out = append(out, fmt.Sprintf("repetition %d: its %d slowest requests, on %d replicas, were all sent within %.0f ms: a stall of the whole fleet (the machine), not a queue on one replica",
+				i, st.requests, st.replicas, float64(st.span)/float64(time.Millisecond)))
+		}
 	}
 	if len(own.Reps) > 1 {
 		lo, hi := own.spread(func(r *bench.Result) float64 { return r.Summary.TTFT.P99 })
@@ -135,4 +142,50 @@ func maxWaiting(records []bench.Record) int {
 		}
 	}
 	return peak
+}
+
+// stall is the tail of a run that a fleet-wide stall explains.
+type stall struct {
+	requests, replicas int
+	span               time.Duration
+}
+
+// Stall thresholds: the slowest 1% of a run's measured requests (at least
+// stallTail) sent within stallSpan of each other, on more than one replica
+// and at least half of those that served, is one event that slowed every
+// replica at once (the machine stalled), not a queue that routing built.
+const (
+	stallTail = 5
+	stallSpan = time.Second
+)
+
+// fleetStall reports whether records' slowest requests are one fleet-wide
+// stall.
+func fleetStall(records []bench.Record) (stall, bool) {
+	var ok []*bench.Record
+	served := map[string]bool{}
+	for i := range records {
+		rec := &records[i]
+		if rec.Warmup || !rec.OK() || rec.Replica == "" {
+			continue
+		}
+		ok = append(ok, rec)
+		served[rec.Replica] = true
+	}
+	n := max(len(ok)/100, stallTail)
+	if len(ok) < 10*n {
+		return stall{}, false
+	}
+	slices.SortFunc(ok, func(a, b *bench.Record) int { return int(b.TTFT - a.TTFT) })
+	tail := ok[:n]
+	lo, hi := tail[0].Scheduled, tail[0].Scheduled
+	on := map[string]bool{}
+	for _, rec := range tail {
+		lo, hi = min(lo, rec.Scheduled), max(hi, rec.Scheduled)
+		on[rec.Replica] = true
+	}
+	if hi-lo > stallSpan || len(on) < 2 || 2*len(on) < len(served) {
+		return stall{}, false
+	}
+	return stall{requests: n, replicas: len(on), span: hi - lo}, true
 }

@@ -365,3 +365,36 @@ func TestBaseLoad(t *testing.T) {
 		}
 	}
 }
+
+// A run whose slowest requests were all sent within a second, on most
+// replicas, is diagnosed as a stall of the whole fleet; the same slow
+// requests spread over the run, or on one replica, are not.
+func TestFleetStall(t *testing.T) {
+	build := func(slowAt func(i int) (time.Duration, string)) []bench.Record {
+		var recs []bench.Record
+		for i := range 600 {
+			recs = append(recs, bench.Record{Replica: fmt.Sprintf("r%d", i%4), Scheduled: time.Duration(i) * 50 * time.Millisecond,
+				TTFT: 30 * time.Millisecond, Status: 200})
+		}
+		for i := range 6 {
+			at, rep := slowAt(i)
+			recs = append(recs, bench.Record{Replica: rep, Scheduled: at, TTFT: time.Second, Status: 200})
+		}
+		return recs
+	}
+	burst := build(func(i int) (time.Duration, string) {
+		return 20*time.Second + time.Duration(i)*100*time.Millisecond, fmt.Sprintf("r%d", i%3)
+	})
+	st, ok := fleetStall(burst)
+	if !ok || st.requests != 6 || st.replicas != 3 || st.span != 500*time.Millisecond {
+		t.Errorf("burst on 3 replicas: %+v %v, want 6 requests on 3 replicas within 500ms", st, ok)
+	}
+	spread := build(func(i int) (time.Duration, string) { return time.Duration(i) * 5 * time.Second, fmt.Sprintf("r%d", i%3) })
+	if st, ok := fleetStall(spread); ok {
+		t.Errorf("slow requests spread over the run: %+v, want no stall", st)
+	}
+	one := build(func(i int) (time.Duration, string) { return 20*time.Second + time.Duration(i)*100*time.Millisecond, "r1" })
+	if st, ok := fleetStall(one); ok {
+		t.Errorf("a queue on one replica: %+v, want no stall", st)
+	}
+}
