@@ -389,11 +389,15 @@ func TestFleetStall(t *testing.T) {
 	if !ok || st.requests != 6 || st.replicas != 3 || st.span != 500*time.Millisecond {
 		t.Errorf("burst on 3 replicas: %+v %v, want 6 requests on 3 replicas within 500ms", st, ok)
 	}
-	spread := build(func(i int) (time.Duration, string) { return time.Duration(i) * 5 * time.Second, fmt.Sprintf("r%d", i%3) })
+	spread := build(func(i int) (time.Duration, string) {
+		return time.Duration(i) * 5 * time.Second, fmt.Sprintf("r%d", i%3)
+	})
 	if st, ok := fleetStall(spread); ok {
 		t.Errorf("slow requests spread over the run: %+v, want no stall", st)
 	}
-	one := build(func(i int) (time.Duration, string) { return 20*time.Second + time.Duration(i)*100*time.Millisecond, "r1" })
+	one := build(func(i int) (time.Duration, string) {
+		return 20*time.Second + time.Duration(i)*100*time.Millisecond, "r1"
+	})
 	if st, ok := fleetStall(one); ok {
 		t.Errorf("a queue on one replica: %+v, want no stall", st)
 	}
