@@ -75,8 +75,8 @@ func diagnose(own, rival *Group, replicas int) string {
 	}
 	for i, r := range own.Reps {
 		if st, ok := fleetStall(r.Records); ok {
-			out = append(out, fmt.Sprintf("repetition %d: its %d slowest requests, on %d replicas, were all sent within %.0f ms: a stall of the whole fleet (the machine), not a queue on one replica",
-				i, st.requests, st.replicas, float64(st.span)/float64(time.Millisecond)))
+			out = append(out, fmt.Sprintf("repetition %d: %d of its %d slowest requests, on %d replicas, were sent within %.0f ms: a stall of the whole fleet (the machine), not a queue on one replica",
+				i, st.requests, st.of, st.replicas, float64(st.span)/float64(time.Millisecond)))
 		}
 	}
 	if len(own.Reps) > 1 {
@@ -146,21 +146,22 @@ func maxWaiting(records []bench.Record) int {
 
 // stall is the tail of a run that a fleet-wide stall explains.
 type stall struct {
-	requests, replicas int
-	span               time.Duration
+	requests, of, replicas int
+	span, end              time.Duration // end: when its last slow request was sent
 }
 
-// Stall thresholds: the slowest 1% of a run's measured requests (at least
-// stallTail) sent within stallSpan of each other, on more than one replica
-// and at least half of those that served, is one event that slowed every
-// replica at once (the machine stalled), not a queue that routing built.
+// Stall thresholds: when at least half of the slowest 1% of a run's measured
+// requests (at least stallTail of them) were sent within stallSpan of each
+// other, on more than one replica and at least half of those that served,
+// one event slowed every replica at once (the machine stalled): not a queue
+// that routing built.
 const (
 	stallTail = 5
 	stallSpan = time.Second
 )
 
-// fleetStall reports whether records' slowest requests are one fleet-wide
-// stall.
+// fleetStall reports whether most of records' slowest requests are one
+// fleet-wide stall.
 func fleetStall(records []bench.Record) (stall, bool) {
 	var ok []*bench.Record
 	served := map[string]bool{}
@@ -178,14 +179,70 @@ func fleetStall(records []bench.Record) (stall, bool) {
 	}
 	slices.SortFunc(ok, func(a, b *bench.Record) int { return int(b.TTFT - a.TTFT) })
 	tail := ok[:n]
-	lo, hi := tail[0].Scheduled, tail[0].Scheduled
-	on := map[string]bool{}
-	for _, rec := range tail {
-		lo, hi = min(lo, rec.Scheduled), max(hi, rec.Scheduled)
-		on[rec.Replica] = true
+	slices.SortFunc(tail, func(a, b *bench.Record) int { return int(a.Scheduled - b.Scheduled) })
+	var best stall
+	for i, j := 0, 0; i < len(tail); i++ { // the window [tail[i], tail[j-1]] of at most stallSpan
+		for j < len(tail) && tail[j].Scheduled-tail[i].Scheduled <= stallSpan {
+			j++
+		}
+		if j-i <= best.requests {
+			continue
+		}
+		on := map[string]bool{}
+		for _, rec := range tail[i:j] {
+			on[rec.Replica] = true
+		}
+		if len(on) >= 2 && 2*len(on) >= len(served) {
+			best = stall{requests: j - i, replicas: len(on), span: tail[j-1].Scheduled - tail[i].Scheduled, end: tail[j-1].Scheduled}
+		}
 	}
-	if hi-lo > stallSpan || len(on) < 2 || 2*len(on) < len(served) {
+	if 2*best.requests < n || !recovered(ok, best.end) || !steady(ok) {
 		return stall{}, false
 	}
-	return stall{requests: n, replicas: len(on), span: hi - lo}, true
+	best.of = n
+	return best, true
+}
+
+// steady reports whether the run was not building a queue: the median TTFT
+// of the requests sent in its second half is at most 1.5 times that of the
+// first half (an overload's grows as it goes).
+func steady(ok []*bench.Record) bool {
+	lo, hi := ok[0].Scheduled, ok[0].Scheduled
+	for _, rec := range ok {
+		lo, hi = min(lo, rec.Scheduled), max(hi, rec.Scheduled)
+	}
+	mid := lo + (hi-lo)/2
+	var first, second []time.Duration
+	for _, rec := range ok {
+		if rec.Scheduled < mid {
+			first = append(first, rec.TTFT)
+		} else {
+			second = append(second, rec.TTFT)
+		}
+	}
+	if len(first) == 0 || len(second) == 0 {
+		return false
+	}
+	slices.Sort(first)
+	slices.Sort(second)
+	return 2*second[len(second)/2] <= 3*first[len(first)/2]
+}
+
+// recovered reports whether the requests sent in the stallSpan after end
+// (at least stallTail of them) had a median TTFT at most twice the run's:
+// the slowness passed, as a stall does and an overload that builds up to
+// the end of the run does not. ok is sorted slowest first.
+func recovered(ok []*bench.Record, end time.Duration) bool {
+	var after []time.Duration
+	for _, rec := range ok {
+		if rec.Scheduled > end && rec.Scheduled <= end+stallSpan {
+			after = append(after, rec.TTFT)
+		}
+	}
+	if len(after) < stallTail {
+		return false
+	}
+	slices.Sort(after)
+	median := ok[len(ok)/2].TTFT
+	return after[len(after)/2] <= 2*median
 }

@@ -386,7 +386,7 @@ func TestFleetStall(t *testing.T) {
 		return 20*time.Second + time.Duration(i)*100*time.Millisecond, fmt.Sprintf("r%d", i%3)
 	})
 	st, ok := fleetStall(burst)
-	if !ok || st.requests != 6 || st.replicas != 3 || st.span != 500*time.Millisecond {
+	if !ok || st.requests != 6 || st.of != 6 || st.replicas != 3 || st.span != 500*time.Millisecond {
 		t.Errorf("burst on 3 replicas: %+v %v, want 6 requests on 3 replicas within 500ms", st, ok)
 	}
 	spread := build(func(i int) (time.Duration, string) {
