@@ -77,7 +77,7 @@ type KVAwareConfig struct {
 	KVUsageWeight float64 `yaml:"kv_usage_weight"`
 }
 
-// CostConfig is the cost model: the per-step latency model of DESIGN.md §8
+// CostConfig is the cost model: the per-step latency model of docs/design.md §8
 // (the same formula as internal/enginesim LatencyModel.StepTime) plus what
 // the router must assume about work it cannot see.
 type CostConfig struct {
@@ -136,7 +136,7 @@ type OverlayConfig struct {
 }
 
 // DefaultCostConfig returns the Llama-3.1-8B on one H100 constants of
-// perf-model.md §0, copied from internal/enginesim DefaultLatencyModel so the
+// docs/perf-model.md, copied from internal/enginesim DefaultLatencyModel so the
 // router's estimate and the simulator agree (keep them in step).
 func DefaultCostConfig() CostConfig {
 	return CostConfig{

@@ -30,7 +30,7 @@ func TestCostModelMatchesIdleClosedForm(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		prompt, cached int
-		paper          time.Duration // perf-model.md §0, without T_req
+		paper          time.Duration // docs/perf-model.md#what-the-model-gives, without T_req
 	}{
 		{"256 cold", 256, 0, 7 * time.Millisecond},
 		{"2k cold", 2048, 0, 47 * time.Millisecond},
@@ -49,7 +49,7 @@ func TestCostModelMatchesIdleClosedForm(t *testing.T) {
 			}
 			if tc.paper > 0 {
 				if d := got - c.RequestOverhead - tc.paper; d < -time.Millisecond || d > time.Millisecond {
-					t.Errorf("IdleTTFT - T_req = %v, perf-model.md says %v", got-c.RequestOverhead, tc.paper)
+					t.Errorf("IdleTTFT - T_req = %v, docs/perf-model.md says %v", got-c.RequestOverhead, tc.paper)
 				}
 			}
 			// Pick on one idle replica holding the cached blocks reports

@@ -12,7 +12,7 @@ const maxOverlayPoints = 64
 
 // Overlay remembers this balancer's recent placements for a short time, so
 // that a burst of requests sharing a new prefix lands together before the
-// replica's gossiped summary shows the prefix (DESIGN.md §4).
+// replica's gossiped summary shows the prefix (docs/design.md §4).
 //
 // A placement of a prompt with n blocks is remembered at a few prefix
 // lengths: n itself, the first PrefixBlocks blocks, and every multiple of a

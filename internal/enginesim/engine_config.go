@@ -31,7 +31,7 @@ type EngineConfig struct {
 }
 
 // DefaultEngineConfig returns vLLM's defaults for Llama-3.1-8B on one H100
-// (perf-model.md §0).
+// (docs/perf-model.md).
 func DefaultEngineConfig() EngineConfig {
 	return EngineConfig{
 		BlockSize:           16,

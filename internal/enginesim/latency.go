@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// LatencyModel is the per-step cost model of DESIGN.md §8:
+// LatencyModel is the per-step cost model of docs/design.md §8:
 //
 //	t_step = T0 + max(W_floor, T_tok / R_lin) + A_att * Σ n_i (c_i + n_i/2) + A_kv * Σ ctx_j
 //
@@ -40,7 +40,7 @@ type PrefillChunk struct {
 }
 
 // DefaultLatencyModel returns the Llama-3.1-8B on one H100 constants of
-// perf-model.md §0.
+// docs/perf-model.md.
 func DefaultLatencyModel() LatencyModel {
 	return LatencyModel{
 		StepOverhead:     time.Millisecond,

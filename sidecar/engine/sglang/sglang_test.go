@@ -17,7 +17,7 @@ import (
 
 var ts = time.Unix(1767225600, 250_000_000).UTC()
 
-// Fixtures from engines.md §4.1: page size 4, two pages coalesced, signed hashes.
+// Fixtures from docs/engines.md#sglang-kv-events: page size 4, two pages coalesced, signed hashes.
 var (
 	fixtureStored = w.Hex(`93 ` + w.TS + ` 91 97 "BlockStored" 92 d3 d5 da 68 22 d0 3e 43 a0 cf 6f 77 20 6f 6c 6c 65 48 c0` +
 		` 98 01 02 03 04 05 06 07 08 04 c0 "GPU" 00`)

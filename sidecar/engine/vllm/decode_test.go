@@ -17,7 +17,7 @@ var ts = time.Unix(1767225600, 250_000_000).UTC()
 
 func u64(v uint64) *uint64 { return &v }
 
-// Fixtures from engines.md §1.8, one per vLLM era.
+// Fixtures from docs/engines.md#vllm-byte-fixtures, one per vLLM era.
 var (
 	// (a) v0.24.0+ / main: tagged map, 239 bytes.
 	fixtureMapStored = w.Hex(`93 ` + w.TS + ` 91 8b "type" "BlockStored" "block_hashes" 91 ` + w.Hash +
@@ -57,7 +57,7 @@ func TestFixtureSizesMatchEnginesMd(t *testing.T) {
 		{"d map BlockRemoved", fixtureMapRemoved, 76},
 	} {
 		if len(tc.b) != tc.want {
-			t.Errorf("%s: %d bytes, engines.md says %d", tc.name, len(tc.b), tc.want)
+			t.Errorf("%s: %d bytes, docs/engines.md says %d", tc.name, len(tc.b), tc.want)
 		}
 	}
 }

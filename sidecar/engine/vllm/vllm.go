@@ -56,7 +56,7 @@ func (Adapter) MetricNames() engine.MetricNames { return Names }
 // or [ts, events, data_parallel_rank] (v0.9.1+), or a map defensively; events
 // as arrays by position (v0.9.0's 5 fields up to v0.22's 11, missing or extra
 // trailing fields tolerated) or as tagged maps by key (v0.24+, unknown keys
-// ignored). Block hashes are normalised to uint64 (engines.md §1.7). Unknown
+// ignored). Block hashes are normalised to uint64 (docs/engines.md#vllm-block-hashes-on-the-wire). Unknown
 // event tags are skipped.
 func DecodeBatch(payload []byte) (engine.Batch, error) {
 	return wire.DecodeBatch(payload)
