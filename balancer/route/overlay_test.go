@@ -43,7 +43,7 @@ func TestOverlayMakesABurstColocate(t *testing.T) {
 				}
 				// The lease the balancer takes; the prefill finishes before
 				// the next request, but the summary has not caught up.
-				cs[i].Own.Start(d.UncachedTokens)
+				lease(cs[i].Own, d.UncachedTokens)
 				cs[i].Own.Prefilled(d.UncachedTokens)
 				seen[i]++
 			}

@@ -83,7 +83,7 @@ type Decision struct {
 	// Reason is why the candidate was picked.
 	Reason Reason
 	// CachedTokens is the predicted cached prompt tokens on the pick, and
-	// UncachedTokens the rest (what Counters.Start wants).
+	// UncachedTokens the rest (what a lease counts: fleet.Replica.TryAcquire).
 	CachedTokens, UncachedTokens int
 	// EstimatedTTFT is cost_model's estimate for the pick (0 for others).
 	EstimatedTTFT time.Duration
