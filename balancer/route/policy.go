@@ -171,8 +171,8 @@ func New(cfg Config) (Policy, error) {
 }
 
 // OverlayOf returns the overlay of a cache-aware policy (nil for others or
-// when disabled), for explain endpoints and for recording placements made
-// elsewhere (for example intents gossiped by other balancers).
+// when disabled), for the balancer to settle a placement at its first token
+// (Overlay.Settle).
 func OverlayOf(p Policy) *Overlay {
 	if o, ok := p.(interface{ overlayOf() *Overlay }); ok {
 		return o.overlayOf()
