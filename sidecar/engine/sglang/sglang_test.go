@@ -48,7 +48,7 @@ func TestDecodeBatch(t *testing.T) {
 				engine.BlockRemoved{EngineHashes: []uint64{2}, Medium: "EXTERNAL"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Adapter{}.DecodeBatch(tc.payload)
+			got, err := DecodeBatch(tc.payload)
 			if err != nil {
 				t.Fatalf("DecodeBatch: %v", err)
 			}
@@ -89,7 +89,7 @@ func TestParseMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			got, err := Adapter{}.ParseMetrics(f, 0)
+			got, err := engine.ParseLoad(f, 0, Names)
 			if err != nil {
 				t.Fatalf("ParseMetrics: %v", err)
 			}
@@ -105,7 +105,7 @@ func TestPageOfReplicasOnlyIsUnreadable(t *testing.T) {
 sglang:num_queue_reqs{tp_rank="0"} 0
 sglang:token_usage{tp_rank="0"} 0.1
 `
-	_, err := Adapter{}.ParseMetrics(strings.NewReader(page), 0)
+	_, err := engine.ParseLoad(strings.NewReader(page), 0, Names)
 	var mf *engine.MissingFamilyError
 	if !errors.As(err, &mf) || !errors.Is(err, engine.ErrUnreadable) {
 		t.Fatalf("err = %v, want a MissingFamilyError", err)
@@ -153,7 +153,7 @@ func FuzzParseMetrics(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		l, err := Adapter{}.ParseMetrics(strings.NewReader(string(b)), 1<<16)
+		l, err := engine.ParseLoad(strings.NewReader(string(b)), 1<<16, Names)
 		if err != nil {
 			if !errors.Is(err, engine.ErrUnreadable) {
 				t.Fatalf("error %v does not wrap ErrUnreadable", err)

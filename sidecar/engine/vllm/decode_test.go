@@ -223,15 +223,16 @@ func TestTruncationsAndMutations(t *testing.T) {
 	}
 }
 
-func TestAdapter(t *testing.T) {
-	var a engine.Adapter = Adapter{}
-	if a.Kind() != engine.KindVLLM {
-		t.Errorf("Kind = %q", a.Kind())
+// DecodeBatch and Names are the adapter's API: the table names vLLM, an
+// empty payload is an error but not an unreadable metrics page.
+func TestDecodeBatchAndNames(t *testing.T) {
+	if Names.Kind != engine.KindVLLM {
+		t.Errorf("Names.Kind = %q", Names.Kind)
 	}
-	if _, err := a.DecodeBatch(fixtureMapCleared); err != nil {
+	if _, err := DecodeBatch(fixtureMapCleared); err != nil {
 		t.Error(err)
 	}
-	if _, err := a.DecodeBatch(nil); err == nil || errors.Is(err, engine.ErrUnreadable) {
+	if _, err := DecodeBatch(nil); err == nil || errors.Is(err, engine.ErrUnreadable) {
 		t.Errorf("DecodeBatch(nil) = %v", err)
 	}
 }
