@@ -96,7 +96,6 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sidecar, erro
 		if err != nil {
 			return nil, err
 		}
-		ex.engineKind = s.engineKind
 		ex.waitEngine = s.waitScraped
 		s.exact = ex
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/inferrail/inferrail/sidecar/engine"
 	w "github.com/inferrail/inferrail/sidecar/engine/internal/wiretest"
+	"github.com/inferrail/inferrail/sidecar/engine/vllm"
 )
 
 var ts = time.Unix(1767225600, 250_000_000).UTC()
@@ -54,6 +55,15 @@ func TestDecodeBatch(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("DecodeBatch mismatch (-want +got):\n%s", diff)
+			}
+			// The sidecar decodes every engine's events with
+			// vllm.DecodeBatch: it must read SGLang's the same way.
+			viaVLLM, err := vllm.DecodeBatch(tc.payload)
+			if err != nil {
+				t.Fatalf("vllm.DecodeBatch: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, viaVLLM); diff != "" {
+				t.Errorf("vllm.DecodeBatch mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
