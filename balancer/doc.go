@@ -1,5 +1,5 @@
 // Package balancer is `inferrail balancer`: the stateless, KV-cache-aware
-// front of an inference fleet (DESIGN.md §5–§6).
+// front of an inference fleet (docs/design.md §5–§6).
 //
 // A Balancer joins the gossip (package gossip) to learn sidecars and their
 // load and prefix summaries, keeps the fleet of replicas (package

@@ -22,7 +22,7 @@ import (
 // fleet of 8 static cost_model replicas and one ~600-token chat prompt:
 //
 //   - decide/proxy: proxy mode's steps in process (prepare, decide,
-//     TryAcquire, FirstByte, Done), without the HTTP;
+//     TryAcquire, Prefilled, Done), without the HTTP;
 //   - decide/epp: the picker's (the same steps, plus the subset, the
 //     endpoint list with its fallbacks, and the lease);
 //   - roundtrip/proxy: a client's HTTP request through the balancer to a

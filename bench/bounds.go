@@ -36,7 +36,7 @@ func (p *Prompt) stored() []kvblock.Hash {
 
 // Bounds are hit-rate ceilings of one request sequence, token-weighted
 // (Σ hit tokens / Σ prompt tokens), hits counted at arrival as whole leading
-// blocks (perf-model.md §4.1). Each request's blocks, generated ones
+// blocks (docs/perf-model.md#hit-rate-bounds). Each request's blocks, generated ones
 // included, enter the caches at its arrival.
 type Bounds struct {
 	// Replicas, CacheBlocks and BlockSize are the fleet shape assumed.

@@ -32,9 +32,6 @@ type exactPipeline struct {
 	// subscribe runs the subscriber, delivering to the pipeline's methods,
 	// until ctx ends (subscribeZMQ in production).
 	subscribe func(ctx context.Context, p *exactPipeline) error
-	// engineKind returns the engine kind detected from the metrics page
-	// ("" until known), to pick the event decoder when cfg.Engine is auto.
-	engineKind func() engine.Kind
 	// waitEngine waits until the engine's metrics page was scraped once
 	// (readable or not) and returns the block size to start with: the
 	// page's, else the configured one. The set is built with it, so a
@@ -71,7 +68,6 @@ func newExactPipeline(cfg Config, waitModel func(context.Context) (string, error
 	return &exactPipeline{
 		cfg: cfg, waitModel: waitModel, sink: sink, log: log.With("component", "events"), reg: reg, m: m,
 		subscribe:  subscribeZMQ,
-		engineKind: func() engine.Kind { return "" },
 		waitEngine: func(context.Context) int { return cfg.BlockSize },
 		setReady:   make(chan struct{}),
 	}, nil

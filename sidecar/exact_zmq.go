@@ -11,8 +11,6 @@ import (
 
 	"github.com/inferrail/inferrail/internal/ratelog"
 
-	"github.com/inferrail/inferrail/sidecar/engine"
-	"github.com/inferrail/inferrail/sidecar/engine/sglang"
 	"github.com/inferrail/inferrail/sidecar/engine/vllm"
 	"github.com/inferrail/inferrail/sidecar/engine/zmqsub"
 	"golang.org/x/sync/errgroup"
@@ -54,7 +52,10 @@ func subscribeZMQ(ctx context.Context, p *exactPipeline) error {
 			return err
 		}
 	}
-	sub, err := zmqsub.New(zc, p.decoder(), p.log, p.reg)
+	// One reader decodes both engines' payloads: SGLang publishes vLLM's
+	// array-era layout, and sglang.DecodeBatch is the same reader
+	// (docs/engines.md#sglang-kv-events), so the engine kind need not be known.
+	sub, err := zmqsub.New(zc, vllm.DecodeBatch, p.log, p.reg)
 	if err != nil {
 		return fmt.Errorf("kv events subscriber: %w", err)
 	}
@@ -84,21 +85,4 @@ func subscribeZMQ(ctx context.Context, p *exactPipeline) error {
 		return nil
 	})
 	return g.Wait()
-}
-
-// decoder picks the event decoder: the configured engine's, or with engine
-// auto the kind detected from the metrics page (vLLM's until one is).
-func (p *exactPipeline) decoder() zmqsub.Decoder {
-	switch p.cfg.Engine {
-	case EngineVLLM:
-		return vllm.DecodeBatch
-	case EngineSGLang:
-		return sglang.DecodeBatch
-	}
-	return func(payload []byte) (engine.Batch, error) {
-		if p.engineKind() == engine.KindSGLang {
-			return sglang.DecodeBatch(payload)
-		}
-		return vllm.DecodeBatch(payload)
-	}
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/sidecar/engine"
+	"github.com/inferrail/inferrail/sidecar/engine/sglang"
+	"github.com/inferrail/inferrail/sidecar/engine/vllm"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 )
@@ -105,7 +107,6 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sidecar, erro
 		if err != nil {
 			return nil, err
 		}
-		ex.engineKind = s.engineKind
 		ex.waitEngine = s.waitScraped
 		s.exact = ex
 	}
@@ -149,11 +150,11 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 	parser := &autoParser{}
 	switch cfg.Engine {
 	case EngineVLLM:
-		parser.tables = []engine.MetricNames{vllmNames()}
+		parser.tables = []engine.MetricNames{vllm.Names}
 	case EngineSGLang:
-		parser.tables = []engine.MetricNames{sglangNames()}
+		parser.tables = []engine.MetricNames{sglang.Names}
 	default:
-		parser.tables = []engine.MetricNames{vllmNames(), sglangNames()}
+		parser.tables = []engine.MetricNames{vllm.Names, sglang.Names}
 	}
 	client := &http.Client{Transport: s.transport}
 	metricsURL := u.JoinPath(cfg.Scrape.Path).String()

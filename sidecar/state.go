@@ -156,14 +156,6 @@ func (s *Sidecar) blocks() (string, map[string][]kvblock.Hash) {
 	return sourceExact, s.exact.Snapshot()
 }
 
-// engineKind returns the engine kind detected by the last readable scrape.
-func (s *Sidecar) engineKind() engine.Kind {
-	if g := s.lastGood.Load(); g != nil {
-		return g.load.Kind
-	}
-	return ""
-}
-
 func (s *Sidecar) ctlMode() string { return s.ctl.modeName() }
 
 // hostPortFor returns the advertised host:port for a listen address.

@@ -9,7 +9,7 @@
 // a prefix with new suffixes (usage.prompt_tokens_details.cached_tokens
 // says how much hit); and concurrent long decodes, whose inter-token gaps
 // time the decode steps. Every probe is repeated and its fastest
-// repetition kept. The constants of the per-step model of DESIGN.md §8
+// repetition kept. The constants of the per-step model of docs/design.md §8
 //
 //	t_step = T0 + max(W_floor, T_tok/R_lin) + A_att·Σ n_i(c_i + n_i/2) + A_kv·Σ ctx_j
 //

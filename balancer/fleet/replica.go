@@ -148,7 +148,7 @@ func (r *Replica) markUp() {
 // InFlight and Pending only if both stay within MaxConcurrency and
 // MaxPending, with compare-and-swap so concurrent callers never overshoot,
 // and adds uncached to PendingPrefillTokens. It reports whether the request
-// was counted; release it with Counters.FirstByte and Counters.Done.
+// was counted; release it with Counters.Prefilled and Counters.Done.
 func (r *Replica) TryAcquire(uncached int) bool {
 	c := &r.Counters
 	if !incBelow(&c.InFlight, r.MaxConcurrency) {

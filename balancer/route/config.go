@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/perfmodel"
 )
 
 // Policy names accepted in Config.Policy.
@@ -77,7 +79,7 @@ type KVAwareConfig struct {
 	KVUsageWeight float64 `yaml:"kv_usage_weight"`
 }
 
-// CostConfig is the cost model: the per-step latency model of DESIGN.md §8
+// CostConfig is the cost model: the per-step latency model of docs/design.md §8
 // (the same formula as internal/enginesim LatencyModel.StepTime) plus what
 // the router must assume about work it cannot see.
 type CostConfig struct {
@@ -136,17 +138,19 @@ type OverlayConfig struct {
 }
 
 // DefaultCostConfig returns the Llama-3.1-8B on one H100 constants of
-// perf-model.md §0, copied from internal/enginesim DefaultLatencyModel so the
-// router's estimate and the simulator agree (keep them in step).
+// docs/perf-model.md (internal/perfmodel, which the simulator's
+// DefaultLatencyModel is built from too, so the router's estimate and the
+// simulator agree).
 func DefaultCostConfig() CostConfig {
+	d := perfmodel.Llama8BH100()
 	return CostConfig{
-		StepOverhead:        time.Millisecond,
-		WeightFloor:         6300 * time.Microsecond,
-		LinearTokPerSec:     47000,
-		AttentionPerPairNS:  1.31,
-		KVReadPerTokenNS:    60,
-		RequestOverhead:     10 * time.Millisecond,
-		StepTokenBudget:     8192,
+		StepOverhead:        d.StepOverhead,
+		WeightFloor:         d.WeightFloor,
+		LinearTokPerSec:     d.LinearTokPerSec,
+		AttentionPerPairNS:  d.AttentionPerPairNS,
+		KVReadPerTokenNS:    d.KVReadPerTokenNS,
+		RequestOverhead:     d.RequestOverhead,
+		StepTokenBudget:     d.StepTokenBudget,
 		DecodeContextTokens: 2048,
 		QueuedPromptTokens:  2048,
 		HotPrefixQueueWait:  500 * time.Millisecond,

@@ -30,7 +30,7 @@ func TestCostModelMatchesIdleClosedForm(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		prompt, cached int
-		paper          time.Duration // perf-model.md §0, without T_req
+		paper          time.Duration // docs/perf-model.md#what-the-model-gives, without T_req
 	}{
 		{"256 cold", 256, 0, 7 * time.Millisecond},
 		{"2k cold", 2048, 0, 47 * time.Millisecond},
@@ -49,7 +49,7 @@ func TestCostModelMatchesIdleClosedForm(t *testing.T) {
 			}
 			if tc.paper > 0 {
 				if d := got - c.RequestOverhead - tc.paper; d < -time.Millisecond || d > time.Millisecond {
-					t.Errorf("IdleTTFT - T_req = %v, perf-model.md says %v", got-c.RequestOverhead, tc.paper)
+					t.Errorf("IdleTTFT - T_req = %v, docs/perf-model.md says %v", got-c.RequestOverhead, tc.paper)
 				}
 			}
 			// Pick on one idle replica holding the cached blocks reports
@@ -145,7 +145,7 @@ func TestCostModelChoices(t *testing.T) {
 			name: "own pending prefill counts when the report is stale",
 			edit: func(cs []Candidate) {
 				cs[2].Load.Stale = true
-				cs[2].Own.Start(60000)
+				lease(cs[2].Own, 60000)
 			},
 			want:       -1,
 			wantReason: ReasonLowestTTFT,
@@ -200,7 +200,7 @@ func TestCostModelChoices(t *testing.T) {
 		},
 		{
 			name:       "other block size gets no prediction",
-			edit:       func(cs []Candidate) { cs[2].BlockSize = 32; cs[2].Own.Start(20000) },
+			edit:       func(cs []Candidate) { cs[2].BlockSize = 32; lease(cs[2].Own, 20000) },
 			want:       -1,
 			wantReason: ReasonLowestTTFT,
 		},
@@ -283,7 +283,7 @@ func TestCostModelReplicatesHotPrefix(t *testing.T) {
 	if other != got {
 		t.Errorf("two balancers replicate the hot prefix to %d and %d, want the same replica", got, other)
 	}
-	cs[got].Own.Start(d.UncachedTokens)
+	lease(cs[got].Own, d.UncachedTokens)
 	cs[got].Own.Prefilled(d.UncachedTokens)
 	_, d2 := mustPick(t, p, req(hs), cs)
 	if d2.Cached[got] == 0 {
@@ -332,7 +332,7 @@ func TestCostModelBoundsWork(t *testing.T) {
 	setup := func(queued int64) []Candidate {
 		cs := cands(4)
 		cs[0].Prefix = fakeIndex{}.add(hs[:600])
-		cs[0].Own.Start(int(queued))
+		lease(cs[0].Own, int(queued))
 		return cs
 	}
 	// A fresh policy per pick: the overlay would remember the last placement.
@@ -369,7 +369,7 @@ func TestCostModelSpreadsNearTies(t *testing.T) {
 	for i := range 400 {
 		cs := cands(4)
 		for k := range cs {
-			cs[k].Own.Start(k * 20) // slightly different loads, within the margin
+			lease(cs[k].Own, k*20) // slightly different loads, within the margin
 		}
 		hs := prompt(uint32(1000+i), uint32(1000+i), 0, 64)
 		got, _ := mustPick(t, p, req(hs), cs)
@@ -386,9 +386,9 @@ func TestCostModelSpreadsNearTies(t *testing.T) {
 	}
 	// Outside the margin the lowest score wins.
 	cs := cands(4)
-	cs[1].Own.Start(30000)
-	cs[2].Own.Start(30000)
-	cs[3].Own.Start(30000)
+	lease(cs[1].Own, 30000)
+	lease(cs[2].Own, 30000)
+	lease(cs[3].Own, 30000)
 	for i := range 50 {
 		if got, _ := mustPick(t, p, req(prompt(uint32(i), uint32(i), 0, 64)), cs); got != 0 {
 			t.Fatalf("prompt %d went to %d, not the idle replica", i, got)
@@ -409,7 +409,7 @@ func TestCostModelWorkBoundProperty(t *testing.T) {
 		hs := prompt(r.Uint32N(5), r.Uint32(), 8+r.IntN(200), 300+r.IntN(400))
 		prompt := 16 * len(hs)
 		for i := range cs {
-			cs[i].Own.Start(r.IntN(40000))
+			lease(cs[i].Own, r.IntN(40000))
 			cs[i].Own.InFlight.Add(int64(r.IntN(30)))
 			cs[i].Weight = []float64{1, 1, 2, 3}[r.IntN(4)]
 			if r.IntN(2) == 0 {

@@ -1,5 +1,5 @@
 // Package route chooses the replica for one request: the balancer's routing
-// policies and the cost model behind the default one (DESIGN.md §5).
+// policies and the cost model behind the default one (docs/design.md §5).
 //
 // The fleet builds a []Candidate per immutable snapshot; the request path
 // calls Policy.Pick with the request's block hashes, that slice and a reused
@@ -23,7 +23,7 @@
 //   - cost_model (the default): the lowest estimated time to first token,
 //     from the uncached prefill tokens queued ahead, decode interference and
 //     the prefill of this request's uncached tokens given its cached ones,
-//     with the per-step latency model of DESIGN.md §8; bounded-load spill;
+//     with the per-step latency model of docs/design.md §8; bounded-load spill;
 //     a prefix whose warm replica is saturated is replicated to the next best.
 //
 // Peer baselines, for comparisons in bench compare and not production policies
@@ -31,7 +31,7 @@
 // cache_aware policy over its own approximate prefix tree), dynamo_kv (NVIDIA
 // Dynamo's KV router cost) and llm_d (llm-d's default scorers and weights).
 //
-// Staleness (DESIGN.md §4): a load report older than Config.MaxLoadAge, or
+// Staleness (docs/design.md §4): a load report older than Config.MaxLoadAge, or
 // marked stale by the fleet, is ignored and the balancer's own counters are
 // used; a prefix summary older than Config.MaxSummaryAge is ignored and the
 // prefix's prefix_hash owner is assumed to hold the first blocks.

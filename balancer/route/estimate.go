@@ -6,7 +6,7 @@ import (
 )
 
 // estimator is the cost model's arithmetic: the per-step latency model of
-// DESIGN.md §8 (internal/enginesim LatencyModel.StepTime), applied in closed
+// docs/design.md §8 (internal/enginesim LatencyModel.StepTime), applied in closed
 // form to the prefill work ahead of a request and to its own prefill.
 //
 //	t_step = T0 + max(W_floor, T_tok/R_lin) + A_att·Σ n_i(c_i + n_i/2) + A_kv·Σ ctx_j

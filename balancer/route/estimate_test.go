@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// stepSim runs the vLLM V1 schedule of perf-model.md §1.5 step by step with
-// the DESIGN.md §8 step formula: every step carries the running decodes
+// stepSim runs the vLLM V1 schedule of docs/perf-model.md#how-the-engines-schedule step by step with
+// the docs/design.md §8 step formula: every step carries the running decodes
 // first (one token each, context ctx), then prefill chunks in arrival order
 // up to the token budget. The queue is one request of queued uncached
 // tokens, then ours: uncached tokens after cached ones. It returns the time,

@@ -9,6 +9,15 @@ import (
 	"github.com/inferrail/inferrail/internal/kvblock"
 )
 
+// lease counts a request with uncached prompt tokens on c, as a lease
+// without caps does (production leases are taken by fleet.Replica.TryAcquire;
+// route cannot import the fleet).
+func lease(c *Counters, uncached int) {
+	c.InFlight.Add(1)
+	c.Pending.Add(1)
+	c.PendingPrefillTokens.Add(int64(uncached))
+}
+
 // fakeIndex is a PrefixIndex holding an exact set of block hashes.
 type fakeIndex map[kvblock.Hash]bool
 

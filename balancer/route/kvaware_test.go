@@ -89,7 +89,7 @@ func TestConcurrentPicks(t *testing.T) {
 							t.Error(err)
 							return
 						}
-						cs[k].Own.Start(d.UncachedTokens)
+						lease(cs[k].Own, d.UncachedTokens)
 						cs[k].Own.Done(d.UncachedTokens, false)
 					}
 				})

@@ -12,7 +12,7 @@ const maxOverlayPoints = 64
 
 // Overlay remembers this balancer's recent placements for a short time, so
 // that a burst of requests sharing a new prefix lands together before the
-// replica's gossiped summary shows the prefix (DESIGN.md §4).
+// replica's gossiped summary shows the prefix (docs/design.md §4).
 //
 // A placement of a prompt with n blocks is remembered at a few prefix
 // lengths: n itself, the first PrefixBlocks blocks, and every multiple of a
@@ -67,12 +67,6 @@ func NewOverlay(cfg OverlayConfig, prefixBlocks int) *Overlay {
 	}
 }
 
-// Record remembers that a prompt with these block hashes was placed on the
-// replica named replicaID at now.
-func (o *Overlay) Record(hashes []kvblock.Hash, replicaID string, now time.Time) {
-	o.record(hashes, hashID(replicaID), now)
-}
-
 // Settle shortens the placements of this prompt on replicaID to expire at
 // most Settle after now: called when the placed request got its first byte,
 // its prefill is done and the replica's summary will show the blocks within
@@ -112,19 +106,6 @@ func (o *Overlay) shorten(h kvblock.Hash, replica uint64, exp int64) {
 		}
 		sl.seq.Store(seq + 2)
 	}
-}
-
-// LongestPrefix returns the longest prefix of hashes, in blocks, that the
-// overlay remembers on replicaID at now (grid-aligned, so it may undercount).
-func (o *Overlay) LongestPrefix(hashes []kvblock.Hash, replicaID string, now time.Time) int {
-	id := hashID(replicaID)
-	var buf [maxOverlayPoints + 2]overlayHit
-	for _, h := range o.lookup(hashes, now, buf[:0]) {
-		if h.replica == id {
-			return h.blocks
-		}
-	}
-	return 0
 }
 
 func (o *Overlay) record(hashes []kvblock.Hash, replica uint64, now time.Time) {

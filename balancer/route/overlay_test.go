@@ -43,7 +43,7 @@ func TestOverlayMakesABurstColocate(t *testing.T) {
 				}
 				// The lease the balancer takes; the prefill finishes before
 				// the next request, but the summary has not caught up.
-				cs[i].Own.Start(d.UncachedTokens)
+				lease(cs[i].Own, d.UncachedTokens)
 				cs[i].Own.Prefilled(d.UncachedTokens)
 				seen[i]++
 			}
@@ -54,11 +54,22 @@ func TestOverlayMakesABurstColocate(t *testing.T) {
 	}
 }
 
+// overlayPrefix is the overlay's prediction for replica id, read the way the
+// policies read it (lookup, as in predict.go).
+func overlayPrefix(o *Overlay, hashes []kvblock.Hash, id string, now time.Time) int {
+	for _, h := range o.lookup(hashes, now, nil) {
+		if h.replica == hashID(id) {
+			return h.blocks
+		}
+	}
+	return 0
+}
+
 func TestOverlayLongestPrefix(t *testing.T) {
 	cfg := DefaultConfig().Overlay
 	long := prompt(5, 1, 300, 400) // 400 blocks: stride 16 (400/8 > 32)
 	o := NewOverlay(cfg, 8)
-	o.Record(long, "a", t0)
+	o.record(long, hashID("a"), t0)
 	for _, tc := range []struct {
 		name string
 		q    []kvblock.Hash
@@ -77,8 +88,8 @@ func TestOverlayLongestPrefix(t *testing.T) {
 		{"empty", nil, "a", 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := o.LongestPrefix(tc.q, tc.id, t0.Add(tc.at)); got != tc.want {
-				t.Errorf("LongestPrefix = %d, want %d", got, tc.want)
+			if got := overlayPrefix(o, tc.q, tc.id, t0.Add(tc.at)); got != tc.want {
+				t.Errorf("overlay prefix = %d, want %d", got, tc.want)
 			}
 		})
 	}
@@ -91,13 +102,13 @@ func TestOverlayNeverOvercounts(t *testing.T) {
 	cfg.Slots = 1 << 10 // collisions on purpose
 	o := NewOverlay(cfg, 8)
 	for g := range uint32(200) {
-		o.Record(prompt(g%13, g, int(g%97), int(g%97)+int(g%31)), fmt.Sprint("r", g%5), t0)
+		o.record(prompt(g%13, g, int(g%97), int(g%97)+int(g%31)), hashID(fmt.Sprint("r", g%5)), t0)
 	}
 	for g := range uint32(300) {
 		shared := int(g % 97)
 		q := prompt(g%13, g+1000, shared, shared+40)
 		for r := range 5 {
-			got := o.LongestPrefix(q, fmt.Sprint("r", r), t0)
+			got := overlayPrefix(o, q, fmt.Sprint("r", r), t0)
 			// Anything recorded for group g%13 shares at most 96 blocks.
 			if got > 96 || got > len(q) {
 				t.Fatalf("group %d: %d blocks remembered, more than could be shared", g%13, got)
@@ -117,8 +128,8 @@ func TestOverlayConcurrent(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for i := range 2000 {
-				o.Record(hs[:1+(i+w)%64], "r", t0)
-				if got := o.LongestPrefix(hs, "r", t0); got > 64 {
+				o.record(hs[:1+(i+w)%64], hashID("r"), t0)
+				if got := overlayPrefix(o, hs, "r", t0); got > 64 {
 					t.Errorf("torn read: %d blocks", got)
 					return
 				}
@@ -137,22 +148,22 @@ func TestOverlayTwoWays(t *testing.T) {
 	o := NewOverlay(cfg, 1)
 	hs := prompt(1, 1, 1, 1)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	o.Record(hs, "a", at(0))
-	o.Record(hs, "b", at(1))
-	if o.LongestPrefix(hs, "a", at(2)) != 1 || o.LongestPrefix(hs, "b", at(2)) != 1 {
+	o.record(hs, hashID("a"), at(0))
+	o.record(hs, hashID("b"), at(1))
+	if overlayPrefix(o, hs, "a", at(2)) != 1 || overlayPrefix(o, hs, "b", at(2)) != 1 {
 		t.Fatal("a prefix placed on a and b is not remembered on both")
 	}
-	o.Record(hs, "a", at(3)) // refresh: a is now the newer
-	o.Record(hs, "c", at(4)) // evicts b, the older
+	o.record(hs, hashID("a"), at(3)) // refresh: a is now the newer
+	o.record(hs, hashID("c"), at(4)) // evicts b, the older
 	for id, want := range map[string]int{"a": 1, "b": 0, "c": 1} {
-		if got := o.LongestPrefix(hs, id, at(5)); got != want {
-			t.Errorf("after refresh and a third placement: LongestPrefix(%s) = %d, want %d", id, got, want)
+		if got := overlayPrefix(o, hs, id, at(5)); got != want {
+			t.Errorf("after refresh and a third placement: overlay prefix on %s = %d, want %d", id, got, want)
 		}
 	}
 	other := prompt(2, 2, 1, 1)
 	late := at(3).Add(cfg.TTL) // a (recorded at 3 ms) is dead, c alive
-	o.Record(other, "d", late)
-	if o.LongestPrefix(hs, "c", late) != 1 || o.LongestPrefix(other, "d", late) != 1 {
+	o.record(other, hashID("d"), late)
+	if overlayPrefix(o, hs, "c", late) != 1 || overlayPrefix(o, other, "d", late) != 1 {
 		t.Error("a new prefix did not take the dead slot")
 	}
 }
@@ -167,10 +178,10 @@ func TestOverlaySettle(t *testing.T) {
 		cfg := DefaultConfig().Overlay
 		cfg.Settle = settle
 		o := NewOverlay(cfg, 8)
-		o.Record(hs, "a", t0)
-		o.Record(hs, "b", t0)
+		o.record(hs, hashID("a"), t0)
+		o.record(hs, hashID("b"), t0)
 		o.Settle(hs, "a", t0.Add(2*time.Second))
-		at := func(d time.Duration, id string) int { return o.LongestPrefix(hs, id, t0.Add(d)) }
+		at := func(d time.Duration, id string) int { return overlayPrefix(o, hs, id, t0.Add(d)) }
 		if got := at(2500*time.Millisecond, "a"); got != 64 {
 			t.Errorf("settle %v: within the grace the placement holds %d blocks, want 64", settle, got)
 		}

@@ -86,7 +86,7 @@ type Decision struct {
 	// Reason is why the candidate was picked.
 	Reason Reason
 	// CachedTokens is the predicted cached prompt tokens on the pick, and
-	// UncachedTokens the rest (what Counters.Start wants).
+	// UncachedTokens the rest (what a lease counts: fleet.Replica.TryAcquire).
 	CachedTokens, UncachedTokens int
 	// EstimatedTTFT is cost_model's estimate for the pick (0 for others).
 	EstimatedTTFT time.Duration
@@ -177,8 +177,8 @@ func New(cfg Config) (Policy, error) {
 }
 
 // OverlayOf returns the overlay of a cache-aware policy (nil for others or
-// when disabled), for explain endpoints and for recording placements made
-// elsewhere (for example intents gossiped by other balancers).
+// when disabled), for the balancer to settle a placement at its first token
+// (Overlay.Settle).
 func OverlayOf(p Policy) *Overlay {
 	if o, ok := p.(interface{ overlayOf() *Overlay }); ok {
 		return o.overlayOf()

@@ -151,7 +151,7 @@ func ExamplePrepare() {
 		{ID: "b", Models: []string{"llama"}, Healthy: true, MaxConcurrency: 1, Own: &Counters{}},
 	}
 	Prepare(cs)
-	cs[1].Own.Start(100) // b is now full
+	lease(cs[1].Own, 100) // b is now full
 	cfg := DefaultConfig()
 	cfg.Policy = PolicyPrefixHash
 	p, _ := New(cfg)

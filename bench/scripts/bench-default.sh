@@ -51,7 +51,7 @@
 #   ladder:  3 capacity x (12+45+5 s) + 2 x 13 runs x (12+45+5 s) = 1,798 s (30.0 min)
 #   mooncake, mooncake-h100:
 #            4 capacity x (20+25+5 s) + 2 x 16 runs x (20+25+5 s) = 1,800 s (30.0 min)
-# All seven parts: about 3.4 hours. The ladder's 1,000-token answers need a
+# All seven parts: 12,457 s, at most about 3.5 hours. The ladder's 1,000-token answers need a
 # 45 s drain (1,000 tokens at up to ~40 ms each), which no shorter window
 # offsets, so the ladder drops its 0.5x cell (the least loaded one) to stay
 # within 30 minutes; every other part runs the whole matrix.

@@ -50,7 +50,7 @@ type Config struct {
 	CostModel *route.CostConfig
 	// ExactState pushes the fleet's state exchange to its limits so the
 	// balancers see (nearly) the engines' true caches and load with no delay:
-	// the exact-state oracle of perf-model.md §4.1(3). Bloom summaries get a
+	// the exact-state oracle of docs/perf-model.md#the-exact-state-oracle. Bloom summaries get a
 	// tiny false-positive rate and load and summary deltas are announced
 	// every few milliseconds. It costs gossip bandwidth and CPU, so it is a
 	// reference for benchmarks, not a production setting.

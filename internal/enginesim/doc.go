@@ -10,7 +10,7 @@
 // tail first, cached blocks evicted when the free queue hands them out
 // again, with BlockStored, BlockRemoved and AllBlocksCleared events in
 // vLLM's order and granularity. Each step lasts LatencyModel.StepTime (the
-// cost model of DESIGN.md §8); the loop sleeps until the step's virtual end,
+// cost model of docs/design.md §8); the loop sleeps until the step's virtual end,
 // so timer overshoot never accumulates, and it runs unchanged inside
 // testing/synctest bubbles. Metrics exposes vLLM's (or SGLang's) Prometheus
 // families with their names, labels and buckets.

@@ -3,6 +3,8 @@ package enginesim
 import (
 	"errors"
 	"fmt"
+
+	"github.com/inferrail/inferrail/internal/perfmodel"
 )
 
 // EngineConfig configures one simulated engine core (one data-parallel rank).
@@ -31,13 +33,14 @@ type EngineConfig struct {
 }
 
 // DefaultEngineConfig returns vLLM's defaults for Llama-3.1-8B on one H100
-// (perf-model.md §0).
+// (docs/perf-model.md).
 func DefaultEngineConfig() EngineConfig {
+	d := perfmodel.Llama8BH100()
 	return EngineConfig{
-		BlockSize:           16,
-		NumGPUBlocks:        27500,
-		MaxNumSeqs:          1024,
-		MaxNumBatchedTokens: 8192,
+		BlockSize:           d.BlockSize,
+		NumGPUBlocks:        d.NumGPUBlocks,
+		MaxNumSeqs:          d.MaxNumSeqs,
+		MaxNumBatchedTokens: d.StepTokenBudget,
 		MaxModelLen:         131072,
 		Latency:             DefaultLatencyModel(),
 	}

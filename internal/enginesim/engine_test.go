@@ -74,7 +74,7 @@ func TestStepTimeMatchesPerfModel(t *testing.T) {
 		}
 		return out
 	}
-	// Values from perf-scripts/latency_model.py (latency_model_out.txt), in ms.
+	// Values from docs/perf-model.md#what-the-model-gives, in ms.
 	tests := []struct {
 		name string
 		got  time.Duration

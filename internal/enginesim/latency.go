@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/perfmodel"
 )
 
-// LatencyModel is the per-step cost model of DESIGN.md §8:
+// LatencyModel is the per-step cost model of docs/design.md §8:
 //
 //	t_step = T0 + max(W_floor, T_tok / R_lin) + A_att * Σ n_i (c_i + n_i/2) + A_kv * Σ ctx_j
 //
@@ -40,15 +42,17 @@ type PrefillChunk struct {
 }
 
 // DefaultLatencyModel returns the Llama-3.1-8B on one H100 constants of
-// perf-model.md §0.
+// docs/perf-model.md (internal/perfmodel, shared with the balancer's cost
+// model).
 func DefaultLatencyModel() LatencyModel {
+	d := perfmodel.Llama8BH100()
 	return LatencyModel{
-		StepOverhead:     time.Millisecond,
-		WeightFloor:      6300 * time.Microsecond,
-		LinearTokPerSec:  47000,
-		AttentionPerPair: 1.31,
-		KVReadPerToken:   60,
-		RequestOverhead:  10 * time.Millisecond,
+		StepOverhead:     d.StepOverhead,
+		WeightFloor:      d.WeightFloor,
+		LinearTokPerSec:  d.LinearTokPerSec,
+		AttentionPerPair: d.AttentionPerPairNS,
+		KVReadPerToken:   d.KVReadPerTokenNS,
+		RequestOverhead:  d.RequestOverhead,
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// SGLang's label names (engines.md §4.2): scheduler gauges carry the
+// SGLang's label names (docs/engines.md#sglang-metrics): scheduler gauges carry the
 // parallelism labels (dp_rank always, since one process may host several
 // simulated ranks), tokenizer-side counters and histograms only model_name
 // and engine_type (one tokenizer serves every rank). Buckets are SGLang's

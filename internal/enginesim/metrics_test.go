@@ -24,7 +24,7 @@ var (
 	coreBaseLabels  = []string{"engine", "model_name"}
 )
 
-// coreVLLMFamilies is engines.md §3.2 (names as exposed, types, labels, buckets)
+// coreVLLMFamilies is docs/engines.md#vllm-metrics (names as exposed, types, labels, buckets)
 // for the families the simulator models; max_model_len is 1000 here.
 var coreVLLMFamilies = map[string]coreFamily{
 	"vllm:num_requests_running":                  {Type: "GAUGE", Labels: coreBaseLabels},
@@ -59,7 +59,7 @@ var (
 	coreSGLTok   = []string{"engine_type", "model_name"}
 )
 
-// coreSGLangFamilies is engines.md §4.2 for the modelled families, with SGLang's
+// coreSGLangFamilies is docs/engines.md#sglang-metrics for the modelled families, with SGLang's
 // default buckets.
 var coreSGLangFamilies = map[string]coreFamily{
 	"sglang:num_running_reqs":            {Type: "GAUGE", Labels: coreSGLSched},
@@ -147,7 +147,7 @@ func TestMetricFamiliesMatchEngines(t *testing.T) {
 		t.Run(tt.flavor, func(t *testing.T) {
 			got, _ := coreGatherFamilies(t, tt.flavor)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("families mismatch (-engines.md +registry):\n%s", diff)
+				t.Errorf("families mismatch (-docs/engines.md +registry):\n%s", diff)
 			}
 		})
 	}

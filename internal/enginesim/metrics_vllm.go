@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// vLLM's label names (engines.md §3.1) and histogram buckets (§3.2).
+// vLLM's label names and histogram buckets (docs/engines.md#vllm-metrics).
 var (
 	vllmLabels = []string{"model_name", "engine"}
 

@@ -4,7 +4,7 @@
 //
 // The report travels in the ORCA response header `endpoint-load-metrics`
 // (the convention of Envoy's ORCA support, gRPC's ORCA and vLLM's own
-// `--orca-metrics-format`; docs/routing.md#load-reports), in its TEXT form:
+// `--orca-metrics-format`; docs/routing.md#the-load-model), in its TEXT form:
 //
 //	endpoint-load-metrics: TEXT named_metrics.in_flight=3, named_metrics.prefill_tokens=2048, ...
 //

@@ -8,7 +8,7 @@
 // kvblock.Next(parent, its tokens). A map engine hash → router hash per
 // data-parallel rank resolves parent_block_hash and BlockRemoved.
 //
-// Tolerated as engines.md §1.5.4 asks: re-announcements are idempotent;
+// Tolerated as docs/engines.md#vllm-event-semantics-and-what-to-tolerate asks: re-announcements are idempotent;
 // placeholders without tokens are mapped through a known engine hash or
 // skipped; partial blocks, non-full-attention groups, blocks whose hash mixes
 // multimodal inputs, and chains whose parent is unknown are skipped; each skip

@@ -1,8 +1,6 @@
 package sglang
 
 import (
-	"io"
-
 	"github.com/inferrail/inferrail/sidecar/engine"
 	"github.com/inferrail/inferrail/sidecar/engine/internal/wire"
 )
@@ -27,25 +25,6 @@ var Names = engine.MetricNames{
 	BlockSizeGauge: "sglang:page_size",
 	CapacityTokens: "sglang:max_total_num_tokens",
 }
-
-// Adapter is the SGLang engine adapter.
-type Adapter struct{}
-
-var _ engine.Adapter = Adapter{}
-
-// Kind returns engine.KindSGLang.
-func (Adapter) Kind() engine.Kind { return engine.KindSGLang }
-
-// DecodeBatch decodes an SGLang KV-event payload; see the package function.
-func (Adapter) DecodeBatch(payload []byte) (engine.Batch, error) { return DecodeBatch(payload) }
-
-// ParseMetrics reads an SGLang metrics page.
-func (Adapter) ParseMetrics(r io.Reader, maxBytes int64) (engine.Load, error) {
-	return engine.ParseLoad(r, maxBytes, Names)
-}
-
-// MetricNames returns Names.
-func (Adapter) MetricNames() engine.MetricNames { return Names }
 
 // DecodeBatch decodes an SGLang KV-event batch: [ts, events, attn_dp_rank] with
 // array-encoded events BlockStored (7 elements), BlockStoredWithMetadata (8,

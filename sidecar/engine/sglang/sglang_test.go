@@ -13,11 +13,12 @@ import (
 
 	"github.com/inferrail/inferrail/sidecar/engine"
 	w "github.com/inferrail/inferrail/sidecar/engine/internal/wiretest"
+	"github.com/inferrail/inferrail/sidecar/engine/vllm"
 )
 
 var ts = time.Unix(1767225600, 250_000_000).UTC()
 
-// Fixtures from engines.md §4.1: page size 4, two pages coalesced, signed hashes.
+// Fixtures from docs/engines.md#sglang-kv-events: page size 4, two pages coalesced, signed hashes.
 var (
 	fixtureStored = w.Hex(`93 ` + w.TS + ` 91 97 "BlockStored" 92 d3 d5 da 68 22 d0 3e 43 a0 cf 6f 77 20 6f 6c 6c 65 48 c0` +
 		` 98 01 02 03 04 05 06 07 08 04 c0 "GPU" 00`)
@@ -48,12 +49,21 @@ func TestDecodeBatch(t *testing.T) {
 				engine.BlockRemoved{EngineHashes: []uint64{2}, Medium: "EXTERNAL"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Adapter{}.DecodeBatch(tc.payload)
+			got, err := DecodeBatch(tc.payload)
 			if err != nil {
 				t.Fatalf("DecodeBatch: %v", err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("DecodeBatch mismatch (-want +got):\n%s", diff)
+			}
+			// The sidecar decodes every engine's events with
+			// vllm.DecodeBatch: it must read SGLang's the same way.
+			viaVLLM, err := vllm.DecodeBatch(tc.payload)
+			if err != nil {
+				t.Fatalf("vllm.DecodeBatch: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, viaVLLM); diff != "" {
+				t.Errorf("vllm.DecodeBatch mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -89,7 +99,7 @@ func TestParseMetrics(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			got, err := Adapter{}.ParseMetrics(f, 0)
+			got, err := engine.ParseLoad(f, 0, Names)
 			if err != nil {
 				t.Fatalf("ParseMetrics: %v", err)
 			}
@@ -105,7 +115,7 @@ func TestPageOfReplicasOnlyIsUnreadable(t *testing.T) {
 sglang:num_queue_reqs{tp_rank="0"} 0
 sglang:token_usage{tp_rank="0"} 0.1
 `
-	_, err := Adapter{}.ParseMetrics(strings.NewReader(page), 0)
+	_, err := engine.ParseLoad(strings.NewReader(page), 0, Names)
 	var mf *engine.MissingFamilyError
 	if !errors.As(err, &mf) || !errors.Is(err, engine.ErrUnreadable) {
 		t.Fatalf("err = %v, want a MissingFamilyError", err)
@@ -153,7 +163,7 @@ func FuzzParseMetrics(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		l, err := Adapter{}.ParseMetrics(strings.NewReader(string(b)), 1<<16)
+		l, err := engine.ParseLoad(strings.NewReader(string(b)), 1<<16, Names)
 		if err != nil {
 			if !errors.Is(err, engine.ErrUnreadable) {
 				t.Fatalf("error %v does not wrap ErrUnreadable", err)

@@ -17,7 +17,7 @@ var ts = time.Unix(1767225600, 250_000_000).UTC()
 
 func u64(v uint64) *uint64 { return &v }
 
-// Fixtures from engines.md §1.8, one per vLLM era.
+// Fixtures from docs/engines.md#vllm-byte-fixtures, one per vLLM era.
 var (
 	// (a) v0.24.0+ / main: tagged map, 239 bytes.
 	fixtureMapStored = w.Hex(`93 ` + w.TS + ` 91 8b "type" "BlockStored" "block_hashes" 91 ` + w.Hash +
@@ -57,7 +57,7 @@ func TestFixtureSizesMatchEnginesMd(t *testing.T) {
 		{"d map BlockRemoved", fixtureMapRemoved, 76},
 	} {
 		if len(tc.b) != tc.want {
-			t.Errorf("%s: %d bytes, engines.md says %d", tc.name, len(tc.b), tc.want)
+			t.Errorf("%s: %d bytes, docs/engines.md says %d", tc.name, len(tc.b), tc.want)
 		}
 	}
 }
@@ -223,15 +223,16 @@ func TestTruncationsAndMutations(t *testing.T) {
 	}
 }
 
-func TestAdapter(t *testing.T) {
-	var a engine.Adapter = Adapter{}
-	if a.Kind() != engine.KindVLLM {
-		t.Errorf("Kind = %q", a.Kind())
+// DecodeBatch and Names are the adapter's API: the table names vLLM, an
+// empty payload is an error but not an unreadable metrics page.
+func TestDecodeBatchAndNames(t *testing.T) {
+	if Names.Kind != engine.KindVLLM {
+		t.Errorf("Names.Kind = %q", Names.Kind)
 	}
-	if _, err := a.DecodeBatch(fixtureMapCleared); err != nil {
+	if _, err := DecodeBatch(fixtureMapCleared); err != nil {
 		t.Error(err)
 	}
-	if _, err := a.DecodeBatch(nil); err == nil || errors.Is(err, engine.ErrUnreadable) {
+	if _, err := DecodeBatch(nil); err == nil || errors.Is(err, engine.ErrUnreadable) {
 		t.Errorf("DecodeBatch(nil) = %v", err)
 	}
 }

@@ -3,5 +3,5 @@
 // maps since; hashes as signed, unsigned or bytes) and its Prometheus metric
 // names across versions, including the v0.9.2 renames
 // (gpu_cache_usage_perc → kv_cache_usage_perc, gpu_prefix_cache_* →
-// prefix_cache_*). See engines.md §1 and §3.
+// prefix_cache_*). See docs/engines.md#vllm.
 package vllm

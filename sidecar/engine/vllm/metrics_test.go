@@ -38,7 +38,7 @@ func TestParseMetricsVersions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			got, err := Adapter{}.ParseMetrics(f, 0)
+			got, err := engine.ParseLoad(f, 0, Names)
 			if err != nil {
 				t.Fatalf("ParseMetrics: %v", err)
 			}
@@ -85,7 +85,7 @@ func TestHostilePagesAreUnreadable(t *testing.T) {
 		{name: "unterminated label", page: `vllm:num_requests_running{engine="0 7`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := Adapter{}.ParseMetrics(strings.NewReader(tc.page), tc.max)
+			l, err := engine.ParseLoad(strings.NewReader(tc.page), tc.max, Names)
 			if err == nil {
 				t.Fatalf("ParseMetrics = %+v, want an error", l)
 			}
@@ -113,14 +113,14 @@ func TestPageExactlyAtLimitIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Adapter{}).ParseMetrics(strings.NewReader(string(good)), int64(len(good))); err != nil {
+	if _, err := engine.ParseLoad(strings.NewReader(string(good)), int64(len(good)), Names); err != nil {
 		t.Fatalf("ParseMetrics at the limit: %v", err)
 	}
 }
 
 func TestKVUsageIsClamped(t *testing.T) {
 	page := "vllm:num_requests_running 0\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 1.7\n"
-	l, err := Adapter{}.ParseMetrics(strings.NewReader(page), 0)
+	l, err := engine.ParseLoad(strings.NewReader(page), 0, Names)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func FuzzParseMetrics(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		l, err := Adapter{}.ParseMetrics(strings.NewReader(string(b)), 1<<16)
+		l, err := engine.ParseLoad(strings.NewReader(string(b)), 1<<16, Names)
 		if err != nil {
 			if !errors.Is(err, engine.ErrUnreadable) {
 				t.Fatalf("error %v does not wrap ErrUnreadable", err)

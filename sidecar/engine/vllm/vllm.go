@@ -1,8 +1,6 @@
 package vllm
 
 import (
-	"io"
-
 	"github.com/inferrail/inferrail/sidecar/engine"
 	"github.com/inferrail/inferrail/sidecar/engine/internal/wire"
 )
@@ -33,30 +31,11 @@ var Names = engine.MetricNames{
 	CacheInfo:   "vllm:cache_config_info",
 }
 
-// Adapter is the vLLM engine adapter.
-type Adapter struct{}
-
-var _ engine.Adapter = Adapter{}
-
-// Kind returns engine.KindVLLM.
-func (Adapter) Kind() engine.Kind { return engine.KindVLLM }
-
-// DecodeBatch decodes a vLLM KV-event payload; see the package function.
-func (Adapter) DecodeBatch(payload []byte) (engine.Batch, error) { return DecodeBatch(payload) }
-
-// ParseMetrics reads a vLLM metrics page.
-func (Adapter) ParseMetrics(r io.Reader, maxBytes int64) (engine.Load, error) {
-	return engine.ParseLoad(r, maxBytes, Names)
-}
-
-// MetricNames returns Names.
-func (Adapter) MetricNames() engine.MetricNames { return Names }
-
 // DecodeBatch decodes a vLLM KV-event batch: the outer array [ts, events] (v0.9.0)
 // or [ts, events, data_parallel_rank] (v0.9.1+), or a map defensively; events
 // as arrays by position (v0.9.0's 5 fields up to v0.22's 11, missing or extra
 // trailing fields tolerated) or as tagged maps by key (v0.24+, unknown keys
-// ignored). Block hashes are normalised to uint64 (engines.md §1.7). Unknown
+// ignored). Block hashes are normalised to uint64 (docs/engines.md#vllm-block-hashes-on-the-wire). Unknown
 // event tags are skipped.
 func DecodeBatch(payload []byte) (engine.Batch, error) {
 	return wire.DecodeBatch(payload)

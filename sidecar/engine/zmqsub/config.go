@@ -107,7 +107,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("kv_events.replay_base_port must be 0 or a port with room for every rank, got %d", c.ReplayBasePort))
 	}
 	// Rank r uses BasePort+r and ReplayBasePort+r: the two ranges of
-	// len Ranks must not overlap (engines.md §1.2, the port-collision trap).
+	// len Ranks must not overlap (docs/engines.md#vllm-sockets-ports-and-data-parallel-ranks, the port-collision trap).
 	span := c.Ranks - 1
 	if c.ReplayBasePort > 0 && c.BasePort > 0 && c.ReplayBasePort <= c.BasePort+span && c.BasePort <= c.ReplayBasePort+span {
 		errs = append(errs, fmt.Errorf("kv_events.replay_base_port %d overlaps the ports of ranks from base_port %d (space them by at least the rank count)", c.ReplayBasePort, c.BasePort))

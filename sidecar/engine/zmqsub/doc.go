@@ -8,7 +8,7 @@
 //   - a gap (seq jumps ahead) is filled through the engine's replay ROUTER
 //     socket when one is configured: a DEALER sends [b"", start_seq] to
 //     replay_base+rank and reads batches until the end marker (an empty
-//     payload), accepting both framings of engines.md §1.4 ([topic, seq,
+//     payload), accepting both framings of docs/engines.md#vllm-replay ([topic, seq,
 //     payload] since vLLM v0.25, [seq, payload] before and in SGLang),
 //     dropping duplicates and stopping at the live message that revealed the
 //     gap (the live stream carries it and what follows, so nothing numbered

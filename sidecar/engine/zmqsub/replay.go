@@ -105,7 +105,7 @@ func (r *rankSub) replay(ctx context.Context, from, head uint64, onFirst func() 
 	}
 }
 
-// replayFrames reads a replay message in either framing (engines.md §1.4):
+// replayFrames reads a replay message in either framing (docs/engines.md#vllm-replay):
 // [topic, seq, payload] (vLLM v0.25+) or [seq, payload] (before, and SGLang),
 // each possibly led by the DEALER's empty delimiter frame. The last two frames
 // are always seq and payload; the end marker has an empty payload.

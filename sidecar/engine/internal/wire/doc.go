@@ -5,5 +5,5 @@
 // anything is allocated, so a hostile header claiming 2^32 elements fails at
 // once. Skipping is iterative (no recursion), so deep nesting cannot exhaust
 // the stack. KV-event hashes of any integer width or as bytes are normalised
-// to uint64 (engines.md §1.7).
+// to uint64 (docs/engines.md#vllm-block-hashes-on-the-wire).
 package wire

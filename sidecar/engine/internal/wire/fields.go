@@ -218,7 +218,7 @@ func (f *fields) event() engine.Event {
 	return nil
 }
 
-// applyExtraKeys reads vLLM's per-block extra hash inputs (engines.md §2.3:
+// applyExtraKeys reads vLLM's per-block extra hash inputs (docs/engines.md#vllm-extra-hash-keys:
 // lora_name, multimodal items, cache_salt on the block at token 0, prompt
 // embeddings). Strings other than the LoRA name on the first block are the
 // cache salt (the last one); anything else makes the blocks opaque.

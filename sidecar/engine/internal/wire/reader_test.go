@@ -20,7 +20,7 @@ func enc(t *testing.T, v any) []byte {
 }
 
 // Every integer width and sign, and bytes of every length, normalise as in
-// engines.md §1.7.
+// docs/engines.md#vllm-block-hashes-on-the-wire.
 func TestHashNormalisation(t *testing.T) {
 	f := func(v uint64, neg int64, raw []byte) bool {
 		for _, tc := range []struct {

@@ -1,5 +1,5 @@
 // Package wiretest builds msgpack byte fixtures for the adapters' tests, in
-// the same notation as engines.md §1.8: hex bytes with strings spelled out.
+// the same notation as docs/engines.md#vllm-byte-fixtures: hex bytes with strings spelled out.
 package wiretest
 
 import (
@@ -34,10 +34,10 @@ func Str(s string) []byte {
 	return append([]byte{0xd9, byte(len(s))}, s...)
 }
 
-// TS is ts = 1767225600.25 as float64, the timestamp of engines.md §1.8.
+// TS is ts = 1767225600.25 as float64, the timestamp of docs/engines.md#vllm-byte-fixtures.
 const TS = "cb 41 da 55 6e 40 10 00 00"
 
-// Tokens16 is the array16 of the 16 tokens of engines.md §1.8.
+// Tokens16 is the array16 of the 16 tokens of docs/engines.md#vllm-byte-fixtures.
 const Tokens16 = "dc 00 10 ce 00 02 50 5c cd 03 68 cc c6 cd 23 68 cd 01 76 cd 01 17 cd 1a 42 cd 01 3b " +
 	"cd 15 f0 1e ce 00 02 50 5d cc c6 ce 00 02 50 5c ce 00 01 2d 23 cc c6 ce 00 02 50 73"
 
