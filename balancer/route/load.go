@@ -43,3 +43,15 @@ func (b *base) work(c *Candidate, now time.Time) Work {
 func (b *base) load(c *Candidate, now time.Time) float64 {
 	return float64(b.work(c, now).InFlight)
 }
+
+// WorkOf returns the work p's load model sees on c at now: this balancer's
+// own counts plus the other origins' share from a fresh report (see work).
+// Explain and the decision log show it as a candidate's queue.
+func WorkOf(p Policy, c *Candidate, now time.Time) Work {
+	if b, ok := p.(interface {
+		work(*Candidate, time.Time) Work
+	}); ok {
+		return b.work(c, now)
+	}
+	return c.ownWork()
+}
