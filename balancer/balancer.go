@@ -20,6 +20,7 @@ import (
 	"github.com/zeebo/xxh3"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/inferrail/inferrail/balancer/decisionlog"
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/gateway"
 	"github.com/inferrail/inferrail/balancer/proxy"
@@ -56,6 +57,9 @@ type Balancer struct {
 
 	scratch sync.Pool // *scratch
 
+	// decisions samples routing decisions (decision_log).
+	decisions *decisionlog.Log
+
 	readyMu    sync.Mutex // protects clientAddr, adminAddr and eppAddr
 	clientAddr string
 	adminAddr  string
@@ -91,6 +95,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		MaxQueue: cfg.Tokenize.MaxQueue, MaxSize: cfg.Tokenize.MaxSize,
 	}, reg)
 	b.proxy = proxy.New(cfg.Timeouts.Upstream)
+	if b.decisions, err = decisionlog.Open(cfg.DecisionLog, log.With("component", "decision_log"), reg); err != nil {
+		return nil, err
+	}
 	var src fleet.MemberSource
 	if cfg.Gossip.Enabled {
 		gc, err := b.gossipConfig()
@@ -241,6 +248,10 @@ func (b *Balancer) Run(ctx context.Context) error {
 	g.Go(func() error { return named("fleet", b.fleet.Run(fctx)) })
 	nodeCtx, stopNode := context.WithCancel(context.Background())
 	defer stopNode()
+	// The decision log is written until the drain ends.
+	logCtx, stopLog := context.WithCancel(context.Background())
+	defer stopLog()
+	g.Go(func() error { return named("decision log", b.decisions.Run(logCtx)) })
 	if b.node != nil {
 		g.Go(func() error { return named("gossip", b.node.Run(nodeCtx)) })
 	}
@@ -258,6 +269,7 @@ func (b *Balancer) Run(ctx context.Context) error {
 		}
 		err := client.Shutdown(sctx)
 		eppDrained.Wait()
+		stopLog()
 		stopNode()
 		stopFleet()
 		_ = admin.Shutdown(sctx)

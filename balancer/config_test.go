@@ -113,6 +113,8 @@ func TestBadConfigsReportEveryProblem(t *testing.T) {
 			"retry.max_attempts must be in [1, 100], got 0",
 			"timeouts.route must be > 0, got 0s",
 			"gossip.resync_after must be >= 0 (0: the default), got -1s",
+			"decision_log.sample_ratio must be in [0, 1], got 2",
+			"decision_log.queue_size must be in [1, 1048576], got 0",
 		}},
 		{"bad-gateway.yaml", []string{
 			`replicas[0].path_prefix must be a path starting with /, got "openai/v1"`,

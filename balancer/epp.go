@@ -155,6 +155,7 @@ func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *s
 			sc.full = append(sc.full, rep) // lost a race for its last slot
 			continue
 		}
+		b.recordDecision(rq, set, sc, idx, 1, d, now)
 		if d.SummaryFallback {
 			b.m.fallback.WithLabelValues(m.cfg.Name).Inc()
 		}
