@@ -27,6 +27,7 @@ import (
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/buildinfo"
 	"github.com/inferrail/inferrail/internal/tokenize"
+	"github.com/inferrail/inferrail/internal/webui"
 )
 
 // Balancer is one balancer process.
@@ -59,6 +60,8 @@ type Balancer struct {
 
 	// decisions samples routing decisions (decision_log).
 	decisions *decisionlog.Log
+	// ui is the web UI on the admin port.
+	ui *webui.UI
 
 	readyMu    sync.Mutex // protects clientAddr, adminAddr and eppAddr
 	clientAddr string
@@ -109,6 +112,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		}
 		src = b.node.Fleet()
 	}
+	b.ui = webui.New(webui.Info{Role: "balancer", Name: b.name, Version: buildinfo.Version(), Gossip: b.node != nil},
+		webui.GathererTotals(b.gather, "inferrail_balancer_requests_total", "inferrail_balancer_ttft_seconds",
+			"inferrail_balancer_prompt_tokens", "inferrail_balancer_predicted_cached_tokens"))
 	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health, Static: staticSpecs(&b.cfg), Origin: b.name}
 	if b.fleet, err = fleet.New(fc, src, prober{b.proxy}, log.With("component", "fleet"), reg); err != nil {
 		if b.node != nil {
@@ -246,6 +252,7 @@ func (b *Balancer) Run(ctx context.Context) error {
 	fctx, stopFleet := context.WithCancel(context.Background())
 	defer stopFleet()
 	g.Go(func() error { return named("fleet", b.fleet.Run(fctx)) })
+	g.Go(func() error { return named("ui", b.ui.Run(fctx)) })
 	nodeCtx, stopNode := context.WithCancel(context.Background())
 	defer stopNode()
 	// The decision log is written until the drain ends.
