@@ -14,7 +14,10 @@ import (
 
 // recordDecision adds the decision of rq's attempt (from 1) on
 // set.Replicas[idx] to the decision log when it is sampled: the one hook
-// the request path calls, after the pick is leased.
+// the request path calls, after the pick and before its lease, so the
+// candidates' work is what the policy saw. A pick that then loses the race
+// for its replica's last slot is followed by another record of the same
+// attempt.
 func (b *Balancer) recordDecision(rq *request, set *fleet.ModelSet, sc *scratch, idx, attempt int, d route.Decision, now time.Time) {
 	if b.decisions == nil || !b.decisions.Sample() {
 		return

@@ -220,13 +220,13 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			break
 		}
 		rep := set.Replicas[idx]
+		b.recordDecision(rq, set, sc, idx, attempt+1, d, now)
 		if !rep.TryAcquire(d.UncachedTokens) {
 			// Lost a race for its last slot: pick again without it.
 			sc.full = append(sc.full, rep)
 			continue
 		}
 		attempt++
-		b.recordDecision(rq, set, sc, idx, attempt, d, now)
 		if d.SummaryFallback {
 			b.m.fallback.WithLabelValues(m.cfg.Name).Inc()
 		}
