@@ -3,7 +3,6 @@ package decisionlog
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -155,10 +154,11 @@ func (l *Log) Run(ctx context.Context) error {
 	}
 	defer l.out.Close()
 	bw := bufio.NewWriterSize(l.out, 64<<10)
-	enc := json.NewEncoder(bw)
+	var line []byte
 	failing := false
 	write := func(r *Record) {
-		if err := enc.Encode(r); err != nil {
+		line = append(r.AppendJSON(line[:0]), '\n')
+		if _, err := bw.Write(line); err != nil {
 			l.m.records.WithLabelValues(resultError).Inc()
 			if !failing {
 				l.log.Warn("decision log write failed", "path", l.cfg.Path, "err", err)
