@@ -81,7 +81,7 @@ func uiStartDev(t *testing.T, bin string, n int) *uiDev {
 func uiTraffic(ctx context.Context, url, model string) {
 	for i := 0; i < 5000 && ctx.Err() == nil; i++ {
 		body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"system","content":%q},{"role":"user","content":"question %d"}],"max_tokens":4}`,
-			model, btPrefix(i%6)[:600], i)
+			model, btPrefix(i % 6)[:600], i)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
 		if err != nil {
 			return

@@ -66,7 +66,7 @@ function fill(tbody, rows) {
 // renderFleet shows the replicas: a balancer's own list (health, its own
 // counts) joined with the gossip state (load, summaries); a sidecar's gossip
 // view of the sidecars.
-function renderFleet(replicas, state, members) {
+function renderFleet(replicas, state, members, own) {
   const byName = new Map();
   for (const m of (state && state.members) || []) byName.set(m.name, m);
   const metaOf = new Map();
@@ -91,7 +91,7 @@ function renderFleet(replicas, state, members) {
       rows.push(el("tr", { "data-replica": m.name },
         td(m.name + (m.name === state.self ? " (this node)" : "")), el("td", null, badge(m.status)), td((meta.models || []).join(", ")),
         td(l ? l.in_flight : null, "num"), td(l ? l.running : null, "num"), td(l ? l.waiting : null, "num"),
-        el("td", null, bar(l ? l.kv_cache_usage : null)), td(blocksOf(m.summary), "num"),
+        el("td", null, bar(l ? l.kv_cache_usage : null)), td(m.name === state.self && own ? blocksOf(own) : blocksOf(m.summary), "num"),
         td(m.name === state.self ? "own" : age(summaryAge), "num")));
     }
   }
@@ -255,6 +255,7 @@ async function tick() {
     members: info.gossip ? getJSON("/v1/gossip/members") : Promise.resolve(null),
     state: info.gossip ? getJSON("/v1/gossip/state") : Promise.resolve(null),
     replicas: balancer ? getJSON("/v1/replicas") : Promise.resolve(null),
+    summary: balancer ? Promise.resolve(null) : getJSON("/v1/summary"),
     series: getJSON("/debug/series"),
     decisions: balancer ? getJSON("/debug/decisions?limit=" + MAX_DECISIONS + "&after=" + lastSeq) : Promise.resolve(null),
   };
@@ -266,7 +267,7 @@ async function tick() {
     if (r.status === "fulfilled") got[names[i]] = r.value; else errors.push(names[i] + ": " + r.reason.message);
   });
   try {
-    if (!errors.some((e) => e.startsWith("replicas") || e.startsWith("state"))) renderFleet(got.replicas, got.state, got.members);
+    if (!errors.some((e) => e.startsWith("replicas") || e.startsWith("state"))) renderFleet(got.replicas, got.state, got.members, got.summary);
     if (got.members !== undefined) renderMembers(got.members);
     if (got.series) renderSeries(got.series);
     if (got.decisions) renderDecisions(got.decisions);
