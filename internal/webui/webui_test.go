@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -130,4 +132,30 @@ func TestHandler(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &sr); err != nil || sr.StepSeconds != 1 || len(sr.Points) != 1 || sr.Points[0].RequestsPerSecond != 3 {
 		t.Errorf("GET /debug/series = %s (%v)", body, err)
 	}
+}
+
+// TestSeriesRun checks that Run adds one point a step, in fake time.
+func TestSeriesRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n float64
+		s := NewSeries(func() Totals { n += 2; return Totals{Requests: n} }, time.Second, 10)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- s.Run(ctx) }()
+		time.Sleep(3*time.Second + time.Millisecond)
+		synctest.Wait()
+		pts := s.Points()
+		if len(pts) != 3 {
+			t.Fatalf("%d points after 3 steps, want 3", len(pts))
+		}
+		for _, p := range pts {
+			if p.RequestsPerSecond != 2 {
+				t.Errorf("rate %v, want 2", p.RequestsPerSecond)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
