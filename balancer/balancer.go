@@ -98,9 +98,6 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		MaxQueue: cfg.Tokenize.MaxQueue, MaxSize: cfg.Tokenize.MaxSize,
 	}, reg)
 	b.proxy = proxy.New(cfg.Timeouts.Upstream)
-	if b.decisions, err = decisionlog.Open(cfg.DecisionLog, log.With("component", "decision_log"), reg); err != nil {
-		return nil, err
-	}
 	var src fleet.MemberSource
 	if cfg.Gossip.Enabled {
 		gc, err := b.gossipConfig()
@@ -117,6 +114,13 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 			"inferrail_balancer_prompt_tokens", "inferrail_balancer_predicted_cached_tokens"))
 	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health, Static: staticSpecs(&b.cfg), Origin: b.name}
 	if b.fleet, err = fleet.New(fc, src, prober{b.proxy}, log.With("component", "fleet"), reg); err != nil {
+		if b.node != nil {
+			_ = b.node.Shutdown()
+		}
+		return nil, err
+	}
+	// Opened last: nothing after it can fail and leave the file open.
+	if b.decisions, err = decisionlog.Open(cfg.DecisionLog, log.With("component", "decision_log"), reg); err != nil {
 		if b.node != nil {
 			_ = b.node.Shutdown()
 		}

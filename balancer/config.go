@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -453,6 +455,11 @@ func (c *Config) Preflight() error {
 	if f := c.Gateway.Auth.KeysFile; f != "" {
 		if _, err := gateway.LoadKeysFile(f); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if p := c.DecisionLog.Path; p != "" && p != "-" {
+		if fi, err := os.Stat(filepath.Dir(p)); err != nil || !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("decision_log.path %q: its directory does not exist", p))
 		}
 	}
 	return errors.Join(errs...)

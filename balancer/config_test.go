@@ -212,11 +212,13 @@ func TestPreflight(t *testing.T) {
 	ok.Name, ok.Tokenizer = "ok", "builtin:sim"
 	cfg.Models = []ModelConfig{ok, m}
 	cfg.Gossip.KeyFile = "/nonexistent/key"
+	cfg.DecisionLog.Path = "/nonexistent/dir/decisions.jsonl"
 	err := cfg.Preflight()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{`models[1].tokenizer "/nonexistent/model"`, "gossip.key_file"} {
+	for _, want := range []string{`models[1].tokenizer "/nonexistent/model"`, "gossip.key_file",
+		`decision_log.path "/nonexistent/dir/decisions.jsonl": its directory does not exist`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
