@@ -21,7 +21,7 @@ import (
 // upstream, and exits 1 with the server's message for an unknown model.
 func TestDecisionLogAndExplainCLI(t *testing.T) {
 	bin := scBuild(t)
-	sims := []*scSim{btStartSim(t, bin, "sim-0", 2000), btStartSim(t, bin, "sim-1", 2000)}
+	sims := []*scSim{dlStartSim(t, bin, "sim-0"), dlStartSim(t, bin, "sim-1")}
 	l, a := scFreePort(t), scFreePort(t)
 	url, admin := fmt.Sprintf("http://127.0.0.1:%d", l), fmt.Sprintf("127.0.0.1:%d", a)
 	dir := t.TempDir()
@@ -182,4 +182,26 @@ func simRequests(t *testing.T, sims []*scSim) float64 {
 		resp.Body.Close()
 	}
 	return total
+}
+
+// dlStartSim starts a simulator without KV events (the balancer here has no
+// sidecars): one port to pick, not three.
+func dlStartSim(t *testing.T, bin, name string) *scSim {
+	t.Helper()
+	s := &scSim{bin: bin, port: scFreePort(t)}
+	s.url = fmt.Sprintf("http://127.0.0.1:%d", s.port)
+	s.proc = scStart(t, bin, name, "sim", "--host", "127.0.0.1", "--port", fmt.Sprint(s.port),
+		"--served-model-name", "e2e-model", "--block-size", "16", "--enable-prompt-tokens-details")
+	scWait(t, name+" health", func() error {
+		resp, err := http.Get(s.url + "/health")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s", resp.Status)
+		}
+		return nil
+	})
+	return s
 }
