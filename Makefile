@@ -9,7 +9,7 @@ BIN       := bin/inferrail
 PKGS      := ./...
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build test check fmt vet staticcheck race demo fixtures bench bench-go fuzz image clean
+.PHONY: all build test check fmt vet staticcheck race demo fixtures bench bench-go fuzz image ui-screenshots clean
 
 all: build
 
@@ -42,11 +42,13 @@ race: fixtures
 # tokenizer.json files, and the official OpenAI SDK for the SDK test.
 # Idempotent and quick when already installed; needs node (>= 20) and npm.
 # Also Debian's redis-server for the shared rate-limit tests (installed as
-# root when missing; the tests start their own instance).
+# root when missing; the tests start their own instance), and Debian's
+# chromium for the web UI test (test/e2e/ui_test.go drives it headless).
 fixtures:
 	@scripts/fixtures.sh
 	@scripts/sdk-deps.sh
 	@scripts/redis.sh
+	@scripts/chromium.sh
 
 # The quick start: build, start a local fleet, send it traffic.
 demo: build
@@ -72,6 +74,11 @@ fuzz:
 # succeeds where neither has a working engine.
 image:
 	scripts/image.sh
+
+# The web UI screenshots in docs/ui.md, taken by the browser test from a
+# real `inferrail dev` fleet under traffic (about a minute).
+ui-screenshots: fixtures
+	$(GO) test -count=1 -run '^TestWebUI$$' ./test/e2e/ -args -ui-screenshots=$(CURDIR)/docs/images
 
 clean:
 	rm -rf bin

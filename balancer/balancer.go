@@ -20,12 +20,14 @@ import (
 	"github.com/zeebo/xxh3"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/inferrail/inferrail/balancer/decisionlog"
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/gateway"
 	"github.com/inferrail/inferrail/balancer/proxy"
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/buildinfo"
 	"github.com/inferrail/inferrail/internal/tokenize"
+	"github.com/inferrail/inferrail/internal/webui"
 )
 
 // Balancer is one balancer process.
@@ -55,6 +57,11 @@ type Balancer struct {
 	lastReload prometheus.Gauge
 
 	scratch sync.Pool // *scratch
+
+	// decisions samples routing decisions (decision_log).
+	decisions *decisionlog.Log
+	// ui is the web UI on the admin port.
+	ui *webui.UI
 
 	readyMu    sync.Mutex // protects clientAddr, adminAddr and eppAddr
 	clientAddr string
@@ -102,8 +109,18 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		}
 		src = b.node.Fleet()
 	}
+	b.ui = webui.New(webui.Info{Role: "balancer", Name: b.name, Version: buildinfo.Version(), Gossip: b.node != nil},
+		webui.GathererTotals(b.gather, "inferrail_balancer_requests_total", "inferrail_balancer_ttft_seconds",
+			"inferrail_balancer_prompt_tokens", "inferrail_balancer_predicted_cached_tokens"))
 	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health, Static: staticSpecs(&b.cfg), Origin: b.name}
 	if b.fleet, err = fleet.New(fc, src, prober{b.proxy}, log.With("component", "fleet"), reg); err != nil {
+		if b.node != nil {
+			_ = b.node.Shutdown()
+		}
+		return nil, err
+	}
+	// Opened last: nothing after it can fail and leave the file open.
+	if b.decisions, err = decisionlog.Open(cfg.DecisionLog, log.With("component", "decision_log"), reg); err != nil {
 		if b.node != nil {
 			_ = b.node.Shutdown()
 		}
@@ -239,8 +256,13 @@ func (b *Balancer) Run(ctx context.Context) error {
 	fctx, stopFleet := context.WithCancel(context.Background())
 	defer stopFleet()
 	g.Go(func() error { return named("fleet", b.fleet.Run(fctx)) })
+	g.Go(func() error { return named("ui", b.ui.Run(fctx)) })
 	nodeCtx, stopNode := context.WithCancel(context.Background())
 	defer stopNode()
+	// The decision log is written until the drain ends.
+	logCtx, stopLog := context.WithCancel(context.Background())
+	defer stopLog()
+	g.Go(func() error { return named("decision log", b.decisions.Run(logCtx)) })
 	if b.node != nil {
 		g.Go(func() error { return named("gossip", b.node.Run(nodeCtx)) })
 	}
@@ -258,6 +280,7 @@ func (b *Balancer) Run(ctx context.Context) error {
 		}
 		err := client.Shutdown(sctx)
 		eppDrained.Wait()
+		stopLog()
 		stopNode()
 		stopFleet()
 		_ = admin.Shutdown(sctx)

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/inferrail/inferrail/balancer/decisionlog"
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/gateway"
 	"github.com/inferrail/inferrail/balancer/proxy"
@@ -47,6 +50,9 @@ type Config struct {
 	// Gateway holds the auth, rate_limits and cors sections.
 	Gateway gateway.Config `yaml:",inline"`
 	EPP     EPPConfig      `yaml:"epp"`
+	// DecisionLog samples routing decisions into a JSON-lines file and the
+	// ring behind GET /debug/decisions and the web UI.
+	DecisionLog decisionlog.Config `yaml:"decision_log"`
 }
 
 // ModelConfig is one model.
@@ -213,6 +219,8 @@ func DefaultConfig() Config {
 		Tokenize: TokenizeConfig{MaxWait: 25 * time.Millisecond, MaxSize: 8 << 20},
 		Gateway:  gateway.DefaultConfig(),
 		EPP:      EPPConfig{Endpoint: EPPEndpointData, Fallbacks: 2, BodyMode: EPPBodyFullDuplex},
+
+		DecisionLog: decisionlog.DefaultConfig(),
 	}
 }
 
@@ -403,6 +411,7 @@ func (c *Config) Validate() error {
 	if e := c.EPP; e.BodyMode != EPPBodyFullDuplex && e.BodyMode != EPPBodyBuffered {
 		bad("epp.body_mode must be %s or %s, got %q", EPPBodyFullDuplex, EPPBodyBuffered, e.BodyMode)
 	}
+	errs = append(errs, prefixed("", c.DecisionLog.Validate("decision_log"))...)
 	return errors.Join(errs...)
 }
 
@@ -446,6 +455,11 @@ func (c *Config) Preflight() error {
 	if f := c.Gateway.Auth.KeysFile; f != "" {
 		if _, err := gateway.LoadKeysFile(f); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if p := c.DecisionLog.Path; p != "" && p != "-" {
+		if fi, err := os.Stat(filepath.Dir(p)); err != nil || !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("decision_log.path %q: its directory does not exist", p))
 		}
 	}
 	return errors.Join(errs...)

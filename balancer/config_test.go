@@ -113,6 +113,8 @@ func TestBadConfigsReportEveryProblem(t *testing.T) {
 			"retry.max_attempts must be in [1, 100], got 0",
 			"timeouts.route must be > 0, got 0s",
 			"gossip.resync_after must be >= 0 (0: the default), got -1s",
+			"decision_log.sample_ratio must be in [0, 1], got 2",
+			"decision_log.queue_size must be in [1, 1048576], got 0",
 		}},
 		{"bad-gateway.yaml", []string{
 			`replicas[0].path_prefix must be a path starting with /, got "openai/v1"`,
@@ -210,11 +212,13 @@ func TestPreflight(t *testing.T) {
 	ok.Name, ok.Tokenizer = "ok", "builtin:sim"
 	cfg.Models = []ModelConfig{ok, m}
 	cfg.Gossip.KeyFile = "/nonexistent/key"
+	cfg.DecisionLog.Path = "/nonexistent/dir/decisions.jsonl"
 	err := cfg.Preflight()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{`models[1].tokenizer "/nonexistent/model"`, "gossip.key_file"} {
+	for _, want := range []string{`models[1].tokenizer "/nonexistent/model"`, "gossip.key_file",
+		`decision_log.path "/nonexistent/dir/decisions.jsonl": its directory does not exist`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -151,6 +151,7 @@ func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *s
 			return nil, outcomeNoReplica, openai.Unavailable("no healthy replica serves %s", m.cfg.Name)
 		}
 		rep := set.Replicas[idx]
+		b.recordDecision(rq, set, sc, idx, 1, d, now)
 		if !rep.TryAcquire(d.UncachedTokens) {
 			sc.full = append(sc.full, rep) // lost a race for its last slot
 			continue

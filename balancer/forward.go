@@ -35,6 +35,8 @@ type scratch struct {
 	// prompt is the request's hashes prepared for the replicas' summaries
 	// (route.Request.Prompt), reused across requests.
 	prompt summary.Prompt
+	// took is how long the last decide took (the decision log's).
+	took time.Duration
 }
 
 // maxPooledPromptBlocks bounds the prepared prompt a pooled scratch keeps
@@ -151,7 +153,8 @@ func (b *Balancer) decide(rq *request, set *fleet.ModelSet, now time.Time, prep 
 	req := route.Request{Model: m.cfg.Name, Hashes: rq.hashes, BlockSize: m.cfg.BlockSize,
 		PromptTokens: rq.tokens, Now: now, Exclude: sc.exclude, Prompt: prep}
 	idx, d, err := m.policy.Pick(&req, sc.cands, sc.rs)
-	b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name(), rq.mode).Observe(time.Since(t0).Seconds())
+	sc.took = time.Since(t0)
+	b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name(), rq.mode).Observe(sc.took.Seconds())
 	return idx, d, err
 }
 
@@ -217,6 +220,7 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			break
 		}
 		rep := set.Replicas[idx]
+		b.recordDecision(rq, set, sc, idx, attempt+1, d, now)
 		if !rep.TryAcquire(d.UncachedTokens) {
 			// Lost a race for its last slot: pick again without it.
 			sc.full = append(sc.full, rep)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/inferrail/inferrail/balancer/route"
@@ -119,4 +120,45 @@ func TestPicksOnlyEligibleReplicas(t *testing.T) {
 		}
 		b.proxy.Close()
 	}
+}
+
+// FuzzExplain: whatever the body and route, POST /v1/explain never answers
+// 5xx with a healthy replica, never sends upstream, and every 4xx is in the
+// OpenAI error shape.
+func FuzzExplain(f *testing.F) {
+	for _, s := range []string{chatBody, `{"model":"m","prompt":"x"}`, `{"model":"m","prompt":[1,2,3]}`, `{}`, `[]`,
+		`{"model":"m","messages":"nope"}`, `{"messages":[]}`, "\xff", `{"model":"zz","prompt":"x"}`} {
+		f.Add(uint8(0), []byte(s))
+		f.Add(uint8(1), []byte(s))
+		f.Add(uint8(2), []byte(s))
+	}
+	var sent atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Add(1)
+		okHandler(w, r)
+	}))
+	defer up.Close()
+	b, err := New(testConfig(up.URL), nil, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer b.proxy.Close()
+	h := b.AdminHandler()
+	routes := []string{"", "?route=chat", "?route=completions"}
+	f.Fuzz(func(t *testing.T, sel uint8, body []byte) {
+		req := httptest.NewRequest("POST", "/v1/explain"+routes[int(sel)%len(routes)], bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%q: status %d: %s", body, rec.Code, rec.Body)
+		}
+		if rec.Code >= 400 {
+			if _, ok := openai.ParseError(rec.Body.Bytes()); !ok {
+				t.Fatalf("%q: %d not in OpenAI shape: %s", body, rec.Code, rec.Body)
+			}
+		}
+		if n := sent.Load(); n != 0 {
+			t.Fatalf("explain sent %d requests upstream", n)
+		}
+	})
 }

@@ -139,7 +139,8 @@ func (b *Balancer) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // AdminHandler serves /metrics, /healthz, /v1/gossip/*, the introspection
-// endpoints (GET /v1/replicas, /v1/config, /docs) and POST /admin/reload.
+// endpoints (GET /v1/replicas, /v1/config, /docs, /debug/decisions), POST
+// /v1/explain, POST /admin/reload and the web UI (/ui/, /debug/series).
 func (b *Balancer) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	b.adminRoutes(mux)
@@ -154,6 +155,9 @@ func (b *Balancer) AdminHandler() http.Handler {
 	})
 	if b.node != nil {
 		mux.Handle("/v1/gossip/", b.node.Handler())
+	}
+	if b.ui != nil {
+		b.ui.Mount(mux)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if b.cur().gate.CORS().Handle(w, r) {

@@ -25,6 +25,8 @@ func (b *Balancer) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/config", b.serveConfig)
 	mux.HandleFunc("GET /docs", b.serveDocs)
 	mux.HandleFunc("GET /docs/{file...}", b.serveDocs)
+	mux.HandleFunc("GET /debug/decisions", b.serveDecisions)
+	mux.HandleFunc("POST /v1/explain", b.serveExplain)
 }
 
 // serveReload re-reads the config file (POST /admin/reload): 200 with the

@@ -3,9 +3,12 @@ package sidecar
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"slices"
 
+	"github.com/inferrail/inferrail/internal/buildinfo"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/webui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -25,6 +28,8 @@ type adminDeps struct {
 	// blocks returns the active block set (source, hashes per medium), for
 	// tests and debugging.
 	blocks func() (string, map[string][]kvblock.Hash)
+	// ui serves the web UI (/ui/, /debug/series); nil: none.
+	ui *webui.UI
 }
 
 // BlocksDump is the body of GET /debug/blocks: the router block hashes of
@@ -58,6 +63,9 @@ func newAdminHandler(d adminDeps) http.Handler {
 	mux.HandleFunc("GET /v1/load", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, d.load())
 	})
+	if d.ui != nil {
+		d.ui.Mount(mux)
+	}
 	mux.HandleFunc("GET /debug/blocks", func(w http.ResponseWriter, r *http.Request) {
 		source, sets := d.blocks()
 		for _, hs := range sets {
@@ -73,4 +81,22 @@ func writeJSON(w http.ResponseWriter, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// newUI returns the sidecar's web UI: its history is the engine's prefix
+// cache hits and queries (as the engine reports them on its metrics page)
+// and the requests the data path proxied.
+func (s *Sidecar) newUI() *webui.UI {
+	name := s.cfg.Gossip.NodeName
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	proxied := webui.GathererTotals(s.reg, "inferrail_sidecar_proxy_requests_total", "", "", "")
+	return webui.New(webui.Info{Role: "sidecar", Name: name, Version: buildinfo.Version(), Gossip: s.gossip != nil},
+		func() webui.Totals {
+			t := proxied()
+			l := s.Load().Engine
+			t.PromptTokens, t.CachedTokens = l.PrefixQueries, l.PrefixHits
+			return t
+		})
 }

@@ -211,10 +211,11 @@ func (s *Sidecar) serve(ctx context.Context, dataLn, adminLn net.Listener) error
 	if s.gossip != nil {
 		gossipHandler = s.gossip.Handler()
 	}
+	ui := s.newUI()
 	adminSrv := &http.Server{
 		Handler: newAdminHandler(adminDeps{
 			gatherer: s.reg, gossip: gossipHandler, summary: s.Summary, load: s.Load,
-			healthy: s.healthy, blocks: s.blocks,
+			healthy: s.healthy, blocks: s.blocks, ui: ui,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
@@ -245,6 +246,7 @@ func (s *Sidecar) serve(ctx context.Context, dataLn, adminLn net.Listener) error
 	named("data", func() error { return serveHTTP(dataSrv, dataLn) })
 	named("admin", func() error { return serveHTTP(adminSrv, adminLn) })
 	named("scrape", func() error { return s.scraper.Run(gctx) })
+	named("ui", func() error { return ui.Run(gctx) })
 	named("control", func() error { return s.control(gctx) })
 	named("models", func() error { return s.modelsLoop(gctx) })
 	if s.exact != nil {

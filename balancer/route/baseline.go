@@ -19,7 +19,12 @@ func (p *roundRobin) Pick(req *Request, cands []Candidate, s *Scratch) (int, Dec
 	if err := filter(req, cands, s); err != nil {
 		return -1, Decision{}, err
 	}
-	n := p.n.Add(1) - 1
+	var n uint64
+	if req.DryRun {
+		n = p.n.Load()
+	} else {
+		n = p.n.Add(1) - 1
+	}
 	var k int
 	if s.uniform {
 		k = int(n % uint64(len(s.elig)))

@@ -156,9 +156,8 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		Cached:          s.cached,
 		Scores:          candidateScores(s, len(cands), 1e9),
 	}
-	if p.overlay != nil {
-		p.overlay.record(req.Hashes, cands[i].key(), now)
-	}
+	d.TTFTs, d.Waits = p.estimates(cands, s, prompt, mean)
+	p.place(req, cands[i].key(), now)
 	return i, d, nil
 }
 
@@ -167,4 +166,18 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 func (p *costModel) estimate(cands []Candidate, s *Scratch, k, prompt int, mean float64) float64 {
 	cached := int(s.cached[s.elig[k]])
 	return s.score[k] - p.est.penalty(prompt-cached, cached)*cands[s.elig[k]].ttftScale(mean)
+}
+
+// estimates returns every candidate's estimated TTFT and queue wait, in
+// s.ttfts and s.waits (-1 where not eligible).
+func (p *costModel) estimates(cands []Candidate, s *Scratch, prompt int, mean float64) (ttfts, waits []time.Duration) {
+	s.ttfts, s.waits = grow(s.ttfts, len(cands)), grow(s.waits, len(cands))
+	for i := range s.ttfts {
+		s.ttfts[i], s.waits[i] = -1, -1
+	}
+	for k, i := range s.elig {
+		s.ttfts[i] = time.Duration(math.Round(p.estimate(cands, s, k, prompt, mean)))
+		s.waits[i] = time.Duration(math.Round(s.queue[k]))
+	}
+	return s.ttfts, s.waits
 }

@@ -68,8 +68,6 @@ func (p *kvAware) Pick(req *Request, cands []Candidate, s *Scratch) (int, Decisi
 	if len(s.elig) == 1 {
 		d.Reason = ReasonOnlyCandidate
 	}
-	if p.overlay != nil {
-		p.overlay.record(req.Hashes, cands[i].key(), now)
-	}
+	p.place(req, cands[i].key(), now)
 	return i, d, nil
 }

@@ -63,3 +63,15 @@ func (b *base) kvShort(c *Candidate, w Work, now time.Time, need, bs int) bool {
 	used := min(max(c.Load.KVUsage, 0), 1) * capacity
 	return used+float64(max(w.PrefillTokens, 0))+float64(max(need, 0)) > capacity
 }
+
+// WorkOf returns the work p's load model sees on c at now: this balancer's
+// own counts plus the other origins' share from a fresh report (see work).
+// Explain and the decision log show it as a candidate's queue.
+func WorkOf(p Policy, c *Candidate, now time.Time) Work {
+	if b, ok := p.(interface {
+		work(*Candidate, time.Time) Work
+	}); ok {
+		return b.work(c, now)
+	}
+	return c.ownWork()
+}

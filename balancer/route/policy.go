@@ -109,19 +109,25 @@ type Decision struct {
 	// the policies that do not score each candidate (the cache-blind ones,
 	// prefix_hash, sglang_cache_aware).
 	Scores []float64
+	// TTFTs is cost_model's estimated time to first token per candidate
+	// index and Waits the queue wait part of it (-1 where not eligible); nil
+	// for the other policies.
+	TTFTs, Waits []time.Duration
 }
 
 // Scratch holds per-decision buffers; reuse one per goroutine (or through a
 // sync.Pool) so decisions do not allocate. The zero value is ready to use.
 type Scratch struct {
-	elig    []int32   // eligible candidate indices
-	load    []float64 // effective load per eligible
-	score   []float64 // per eligible
-	queue   []float64 // cost_model: queue wait per eligible, ns
-	delay   []float64 // cost_model: delay its load adds, per eligible, ns
-	short   []bool    // cost_model: KV memory too short, per eligible
-	cached  []int32   // predicted cached tokens per candidate
-	scores  []float64 // Decision.Scores, per candidate
+	elig    []int32         // eligible candidate indices
+	load    []float64       // effective load per eligible
+	score   []float64       // per eligible
+	queue   []float64       // cost_model: queue wait per eligible, ns
+	delay   []float64       // cost_model: delay its load adds, per eligible, ns
+	short   []bool          // cost_model: KV memory too short, per eligible
+	cached  []int32         // predicted cached tokens per candidate
+	scores  []float64       // Decision.Scores, per candidate
+	ttfts   []time.Duration // Decision.TTFTs, per candidate
+	waits   []time.Duration // Decision.Waits, per candidate
 	hits    []overlayHit
 	uniform bool // every eligible has the same weight
 }

@@ -116,8 +116,14 @@ func (b *base) scoredPick(req *Request, cands []Candidate, s *Scratch, k int, re
 		Cached:          s.cached,
 		Scores:          candidateScores(s, len(cands), 1),
 	}
-	if b.overlay != nil {
-		b.overlay.record(req.Hashes, cands[i].key(), now)
-	}
+	b.place(req, cands[i].key(), now)
 	return i, d, nil
+}
+
+// place records the pick of replica id for req in the overlay, unless there
+// is none or req is a dry run.
+func (b *base) place(req *Request, id uint64, now time.Time) {
+	if b.overlay != nil && !req.DryRun {
+		b.overlay.record(req.Hashes, id, now)
+	}
 }

@@ -31,6 +31,11 @@ type Request struct {
 	// a retry). A request whose every eligible candidate is excluded gets
 	// ErrNoCandidate.
 	Exclude []int
+	// DryRun asks for the decision alone, as explain does: the policy
+	// records nothing (no overlay placement, no sglang_cache_aware tree
+	// entry) and round_robin does not take its turn. It still draws from the
+	// policy's random generator for ties.
+	DryRun bool
 }
 
 func (r *Request) blockSize() int {

@@ -86,12 +86,14 @@ func (p *sglangCacheAware) Pick(req *Request, cands []Candidate, s *Scratch) (in
 	i := int(s.elig[k])
 	id := cands[i].key()
 	var had int
-	if record {
+	if record && !req.DryRun {
 		had = p.tree.insert(req.Hashes, id, bs, now)
 	} else {
 		had = p.tree.held(req.Hashes, id)
 	}
-	p.tree.maybeSweep(now, cfg.EvictionInterval, int64(cfg.MaxTreeSize))
+	if !req.DryRun {
+		p.tree.maybeSweep(now, cfg.EvictionInterval, int64(cfg.MaxTreeSize))
+	}
 	cached := min(had, (prompt-1)/bs) * bs
 	if len(s.elig) == 1 {
 		reason = ReasonOnlyCandidate

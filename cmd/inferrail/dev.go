@@ -56,9 +56,16 @@ func printFleet(w io.Writer, f *devfleet.Fleet) {
 	for i, b := range f.Balancers {
 		fmt.Fprintf(w, "  balancer-%d  %s/v1/chat/completions\n", i, b.URL)
 	}
+	fmt.Fprintln(w, "\nweb UI (fleet, gossip, hit rate and TTFT, live decisions, explain; docs/ui.md):")
+	for i, b := range f.Balancers {
+		fmt.Fprintf(w, "  balancer-%d  %s/ui/\n", i, b.Admin)
+	}
+	for _, r := range f.Replicas {
+		fmt.Fprintf(w, "  %s   %s/ui/\n", r.Name, r.SidecarAdmin)
+	}
 	fmt.Fprintln(w, "\nadmin URLs:")
 	for i, b := range f.Balancers {
-		fmt.Fprintf(w, "  balancer-%d  %s  (/metrics /healthz /v1/gossip/members /v1/gossip/state)\n", i, b.Admin)
+		fmt.Fprintf(w, "  balancer-%d  %s  (/metrics /healthz /v1/gossip/members /v1/gossip/state /v1/replicas /debug/decisions, POST /v1/explain)\n", i, b.Admin)
 	}
 	for _, r := range f.Replicas {
 		fmt.Fprintf(w, "  %s   sidecar %s  engine %s  (engine /metrics, /inferrail/debug/kv_cache)\n", r.Name, r.SidecarAdmin, r.EngineURL)

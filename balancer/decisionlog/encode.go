@@ -1,0 +1,170 @@
+package decisionlog
+
+import (
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// AppendJSON appends r as one JSON object, the same document encoding/json
+// writes for it (field names, omitted empty fields), without reflection: the
+// writer encodes every sampled decision, so this is its cost per line.
+// Non-finite floats, which JSON cannot hold, are written as null.
+func (r *Record) AppendJSON(b []byte) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, r.Seq, 10)
+	b = append(b, `,"time":"`...)
+	b = r.Time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","request_id":`...)
+	b = appendString(b, r.RequestID)
+	b = append(b, `,"model":`...)
+	b = appendString(b, r.Model)
+	b = append(b, `,"policy":`...)
+	b = appendString(b, r.Policy)
+	b = append(b, `,"mode":`...)
+	b = appendString(b, r.Mode)
+	b = appendInt(b, `,"attempt":`, r.Attempt)
+	b = appendInt(b, `,"prompt_tokens":`, r.PromptTokens)
+	b = appendInt(b, `,"prompt_blocks":`, r.PromptBlocks)
+	b = appendInt(b, `,"predicted_cached_tokens":`, r.CachedTokens)
+	b = append(b, `,"winner":`...)
+	b = appendString(b, r.Winner)
+	b = append(b, `,"reason":`...)
+	b = appendString(b, r.Reason)
+	b = appendOptFloat(b, `,"score":`, r.Score)
+	b = appendOptFloat(b, `,"estimated_ttft_ms":`, r.EstimatedTTFTMS)
+	if r.SummaryFallback {
+		b = append(b, `,"summary_fallback":true`...)
+	}
+	b = append(b, `,"decision_us":`...)
+	b = appendFloat(b, r.DecisionUS)
+	b = append(b, `,"candidates":`...)
+	if r.Candidates == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range r.Candidates {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = r.Candidates[i].appendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func (c *Candidate) appendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, c.ID)
+	b = append(b, `,"state":`...)
+	b = appendString(b, c.State)
+	if c.Excluded {
+		b = append(b, `,"excluded":true`...)
+	}
+	b = appendInt(b, `,"in_flight":`, c.InFlight)
+	b = appendInt(b, `,"pending":`, c.Pending)
+	b = append(b, `,"prefill_tokens":`...)
+	b = strconv.AppendInt(b, c.PrefillTokens, 10)
+	b = appendOptFloat(b, `,"kv_usage":`, c.KVUsage)
+	if c.CachedTokens != nil {
+		b = appendInt(b, `,"predicted_cached_tokens":`, *c.CachedTokens)
+	}
+	b = appendOptFloat(b, `,"score":`, c.Score)
+	b = appendOptFloat(b, `,"estimated_ttft_ms":`, c.EstimatedTTFTMS)
+	b = appendOptFloat(b, `,"queue_wait_ms":`, c.QueueWaitMS)
+	return append(b, '}')
+}
+
+func appendInt(b []byte, key string, v int) []byte {
+	b = append(b, key...)
+	return strconv.AppendInt(b, int64(v), 10)
+}
+
+func appendOptFloat(b []byte, key string, v *float64) []byte {
+	if v == nil {
+		return b
+	}
+	b = append(b, key...)
+	return appendFloat(b, *v)
+}
+
+// appendFloat writes v as encoding/json does: the shortest representation,
+// in exponent form only for very small or large magnitudes.
+func appendFloat(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, "null"...)
+	}
+	abs := math.Abs(v)
+	f := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		f = 'e'
+	}
+	b = strconv.AppendFloat(b, v, f, -1, 64)
+	if f == 'e' {
+		// encoding/json writes e-7, not e-07.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+const hex = "0123456789abcdef"
+
+// appendString writes s as a JSON string: quotes, backslashes and control
+// characters escaped, invalid UTF-8 bytes replaced by U+FFFD, and <, >, &, U+2028
+// and U+2029 escaped as encoding/json does.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\ufffd"...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
