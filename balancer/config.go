@@ -66,6 +66,9 @@ type ModelConfig struct {
 	// Routing is the model's policy and cost model; policy "" and seed 0
 	// take routing.default_policy and routing.seed.
 	Routing route.Config `yaml:"routing"`
+	// TextPrefix routes the model cache-aware when it has no tokenizer
+	// (ignored when Tokenizer is set).
+	TextPrefix TextPrefixConfig `yaml:"text_prefix"`
 }
 
 // ReplicaConfig is one static replica.
@@ -220,7 +223,7 @@ func DefaultConfig() Config {
 func defaultModel() ModelConfig {
 	rc := route.DefaultConfig()
 	rc.Policy, rc.Seed = "", 0
-	return ModelConfig{BlockSize: kvblock.DefaultBlockSize, Routing: rc}
+	return ModelConfig{BlockSize: kvblock.DefaultBlockSize, Routing: rc, TextPrefix: defaultTextPrefix()}
 }
 
 // routeConfig returns the model's route config with the routing defaults
@@ -293,6 +296,7 @@ func (c *Config) Validate() error {
 			bad("%s.block_size must be in [1, 65536], got %d", p, m.BlockSize)
 		}
 		errs = append(errs, prefixed(p+".routing.", c.routeConfig(m).Validate())...)
+		errs = append(errs, m.TextPrefix.validate(p+".text_prefix")...)
 	}
 	ids := map[string]bool{}
 	for i, r := range c.Replicas {

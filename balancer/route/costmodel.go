@@ -134,7 +134,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		Scores:          candidateScores(s, len(cands), 1e9),
 	}
 	if p.overlay != nil {
-		p.overlay.record(req.Hashes, cands[i].key(), now)
+		p.overlay.place(req, cands[i].key(), now)
 	}
 	return i, d, nil
 }

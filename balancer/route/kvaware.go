@@ -69,7 +69,7 @@ func (p *kvAware) Pick(req *Request, cands []Candidate, s *Scratch) (int, Decisi
 		d.Reason = ReasonOnlyCandidate
 	}
 	if p.overlay != nil {
-		p.overlay.record(req.Hashes, cands[i].key(), now)
+		p.overlay.place(req, cands[i].key(), now)
 	}
 	return i, d, nil
 }
