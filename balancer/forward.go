@@ -61,19 +61,20 @@ func (b *Balancer) putScratch(s *scratch) {
 
 // request is one client request on its way through forward.
 type request struct {
-	start  time.Time
-	id     string
-	kind   kind
-	model  *model
-	body   []byte
-	tokens int // prompt tokens (0: not tokenized)
-	hashes []kvblock.Hash
+	start   time.Time
+	id      string
+	kind    kind
+	model   *model
+	body    []byte
+	tokens  int // prompt tokens (0: not tokenized)
+	hashes  []kvblock.Hash
+	stream  bool // the client asked for a stream
+	outcome string
+	mode    string // modeProxy or modeEPP
+
 	// estimated reports whether tokens and hashes are the text prefix
 	// identity (textprefix.go), not the engine's tokens and blocks.
 	estimated bool
-	stream    bool // the client asked for a stream
-	outcome   string
-	mode      string // modeProxy or modeEPP
 }
 
 // forward handles a proxied route: read, resolve, tokenize, then attempts.
