@@ -193,3 +193,24 @@ func FuzzTextPrefix(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTextPrefix: the text prefix identity of a chat request with a
+// 12 KB system prompt (about 3,000 tokens), the work a request of a model
+// without a tokenizer costs before routing.
+func BenchmarkTextPrefix(b *testing.B) {
+	cfg := testConfig()
+	cfg.Models[0].Tokenizer = ""
+	ms, err := newModelsReusing(&cfg, nil, nil, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := ms.byKey["m"]
+	body := []byte(chatJSON("system", strings.Repeat("You are a careful assistant; cite sources. ", 280), "user", "What changed in the last release?"))
+	dst := make([]kvblock.Hash, 0, 256)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		tp, _ := m.textPrefix(dst[:0], true, body, "")
+		dst = tp.hashes
+	}
+}
