@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/inferrail/inferrail/balancer/decisionlog"
+	"github.com/inferrail/inferrail/balancer/discovery"
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/gateway"
 	"github.com/inferrail/inferrail/balancer/proxy"
@@ -43,6 +44,7 @@ type Balancer struct {
 	name    string
 	seedMix uint64 // xxh3 of name
 	fleet   *fleet.Fleet
+	dns     *discovery.DNS // nil: no discovery.dns groups
 	proxy   *proxy.Proxy
 	pool    *tokenize.Pool
 	now     func() time.Time
@@ -126,7 +128,22 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		}
 		return nil, err
 	}
+	if len(cfg.Discovery.DNS) > 0 {
+		b.dns = discovery.New(dnsGroups(&b.cfg), discovery.NewResolver(cfg.Discovery.Resolver), b.fleet,
+			log.With("component", "discovery"), reg)
+	}
 	return b, nil
+}
+
+// dnsGroups returns the discovery groups of cfg.
+func dnsGroups(cfg *Config) []discovery.Group {
+	var out []discovery.Group
+	for _, g := range cfg.Discovery.DNS {
+		out = append(out, discovery.Group{Name: g.Group, Hosts: g.Names, Port: g.Port, Interval: g.Interval, Timeout: g.Timeout,
+			Replica: fleet.Spec{H2C: g.H2C, Models: g.Models, BlockSize: g.BlockSize, MaxConcurrency: g.MaxConcurrency,
+				MaxPending: g.MaxPending, CapacityBlocks: g.KVCapacityBlocks, Weight: g.Weight, ProbePath: g.ProbePath}})
+	}
+	return out
 }
 
 // nodeName returns the balancer's name: the configured node name, else the
@@ -222,6 +239,11 @@ func (b *Balancer) Run(ctx context.Context) error {
 		cl.Close()
 		return fmt.Errorf("listen %s: %w", b.cfg.Admin, err)
 	}
+	if b.dns != nil {
+		// The first lookups finish (each within its timeout) before the
+		// first request, so a fresh balancer does not answer 503.
+		b.dns.Refresh(ctx)
+	}
 	var es *eppServer
 	if b.cfg.EPP.Listen != "" {
 		if es, err = b.newEPPServer(ctx); err != nil {
@@ -257,6 +279,9 @@ func (b *Balancer) Run(ctx context.Context) error {
 	defer stopFleet()
 	g.Go(func() error { return named("fleet", b.fleet.Run(fctx)) })
 	g.Go(func() error { return named("ui", b.ui.Run(fctx)) })
+	if b.dns != nil {
+		g.Go(func() error { return named("dns discovery", b.dns.Run(fctx)) })
+	}
 	nodeCtx, stopNode := context.WithCancel(context.Background())
 	defer stopNode()
 	// The decision log is written until the drain ends.

@@ -39,6 +39,9 @@ type Config struct {
 	// Replicas lists static replicas (engines or providers without a
 	// sidecar).
 	Replicas []ReplicaConfig `yaml:"replicas"`
+	// Discovery finds replicas in DNS (engines without a sidecar behind a
+	// headless Service).
+	Discovery DiscoveryConfig `yaml:"discovery"`
 	// ReplicaDefaults are the caps of replicas learned from the gossip.
 	ReplicaDefaults fleet.ReplicaDefaults `yaml:"replica_defaults"`
 	Gossip          GossipConfig          `yaml:"gossip"`
@@ -72,6 +75,9 @@ type ModelConfig struct {
 	// Routing is the model's policy and cost model; policy "" and seed 0
 	// take routing.default_policy and routing.seed.
 	Routing route.Config `yaml:"routing"`
+	// TextPrefix routes the model cache-aware when it has no tokenizer
+	// (ignored when Tokenizer is set).
+	TextPrefix TextPrefixConfig `yaml:"text_prefix"`
 }
 
 // ReplicaConfig is one static replica.
@@ -105,6 +111,105 @@ type ReplicaConfig struct {
 	ProbePath string `yaml:"probe_path"`
 	// Drain takes the replica out of routing while requests on it finish.
 	Drain bool `yaml:"drain"`
+}
+
+// DiscoveryConfig finds replicas in DNS (balancer/discovery).
+type DiscoveryConfig struct {
+	// Resolver is the DNS server asked, host:port ("": the system's, from
+	// /etc/resolv.conf).
+	Resolver string `yaml:"resolver"`
+	// DNS lists the groups of names to resolve.
+	DNS []DNSGroupConfig `yaml:"dns"`
+}
+
+// DNSGroupConfig is one DNS discovery group: every address its names resolve
+// to (A and AAAA records) is a replica named group-IP-port, reached over
+// http://IP:port.
+type DNSGroupConfig struct {
+	// Group names the group (in replica names and metrics).
+	Group string `yaml:"group"`
+	// Names are the DNS names resolved, e.g. a headless Service's
+	// vllm.inference.svc.cluster.local.
+	Names []string `yaml:"names"`
+	// Port is the engines' port.
+	Port int `yaml:"port"`
+	// Interval is the time between lookups; Timeout bounds one lookup.
+	Interval time.Duration `yaml:"interval"`
+	Timeout  time.Duration `yaml:"timeout"`
+	// Models lists the model names the replicas serve.
+	Models []string `yaml:"models"`
+	// H2C, MaxConcurrency, MaxPending, KVCapacityBlocks, BlockSize,
+	// Weight and ProbePath are each replica's, as for a static replica.
+	H2C              bool    `yaml:"h2c"`
+	MaxConcurrency   int     `yaml:"max_concurrency"`
+	MaxPending       int     `yaml:"max_pending"`
+	KVCapacityBlocks int     `yaml:"kv_capacity_blocks"`
+	BlockSize        int     `yaml:"block_size"`
+	Weight           float64 `yaml:"weight"`
+	ProbePath        string  `yaml:"probe_path"`
+}
+
+// minDNSInterval bounds DNSGroupConfig.Interval from below.
+const minDNSInterval = 100 * time.Millisecond
+
+// defaultDNSGroup is what each discovery.dns[] entry starts from.
+func defaultDNSGroup() DNSGroupConfig {
+	return DNSGroupConfig{Interval: 5 * time.Second, Timeout: 2 * time.Second}
+}
+
+// validate appends every problem of the discovery section to errs.
+func (d *DiscoveryConfig) validate(bad func(string, ...any)) {
+	if d.Resolver != "" {
+		if _, port, err := net.SplitHostPort(d.Resolver); err != nil || port == "" {
+			bad("discovery.resolver must be host:port, got %q", d.Resolver)
+		}
+	}
+	groups := map[string]bool{}
+	for i, g := range d.DNS {
+		p := fmt.Sprintf("discovery.dns[%d]", i)
+		switch {
+		case g.Group == "":
+			bad("%s.group must not be empty", p)
+		case groups[g.Group]:
+			bad("%s.group %q is not unique", p, g.Group)
+		}
+		groups[g.Group] = true
+		if len(g.Names) == 0 {
+			bad("%s.names must list at least one DNS name", p)
+		}
+		for j, n := range g.Names {
+			if n == "" || strings.ContainsAny(n, ":/ ") {
+				bad("%s.names[%d] must be a DNS name, got %q", p, j, n)
+			}
+		}
+		if g.Port < 1 || g.Port > 65535 {
+			bad("%s.port must be in [1, 65535], got %d", p, g.Port)
+		}
+		if g.Interval < minDNSInterval {
+			bad("%s.interval must be >= %v, got %v", p, minDNSInterval, g.Interval)
+		}
+		if g.Timeout <= 0 {
+			bad("%s.timeout must be > 0, got %v", p, g.Timeout)
+		}
+		if len(g.Models) == 0 {
+			bad("%s.models must name at least one model", p)
+		}
+		for j, m := range g.Models {
+			if m == "" {
+				bad("%s.models[%d] must not be empty", p, j)
+			}
+		}
+		if g.MaxConcurrency < 0 || g.MaxPending < 0 || g.KVCapacityBlocks < 0 || g.BlockSize < 0 {
+			bad("%s caps must not be negative, got max_concurrency %d, max_pending %d, kv_capacity_blocks %d, block_size %d",
+				p, g.MaxConcurrency, g.MaxPending, g.KVCapacityBlocks, g.BlockSize)
+		}
+		if !(g.Weight >= 0) || g.Weight > 1e6 {
+			bad("%s.weight must be in [0, 1e6], got %v", p, g.Weight)
+		}
+		if g.ProbePath != "" && g.ProbePath[0] != '/' {
+			bad("%s.probe_path must be a path starting with /, got %q", p, g.ProbePath)
+		}
+	}
 }
 
 // GossipConfig configures the balancer's gossip membership.
@@ -228,7 +333,7 @@ func DefaultConfig() Config {
 func defaultModel() ModelConfig {
 	rc := route.DefaultConfig()
 	rc.Policy, rc.Seed = "", 0
-	return ModelConfig{BlockSize: kvblock.DefaultBlockSize, Routing: rc}
+	return ModelConfig{BlockSize: kvblock.DefaultBlockSize, Routing: rc, TextPrefix: defaultTextPrefix()}
 }
 
 // routeConfig returns the model's route config with the routing defaults
@@ -301,6 +406,7 @@ func (c *Config) Validate() error {
 			bad("%s.block_size must be in [1, 65536], got %d", p, m.BlockSize)
 		}
 		errs = append(errs, prefixed(p+".routing.", c.routeConfig(m).Validate())...)
+		errs = append(errs, m.TextPrefix.validate(p+".text_prefix")...)
 	}
 	ids := map[string]bool{}
 	for i, r := range c.Replicas {
@@ -363,9 +469,10 @@ func (c *Config) Validate() error {
 		if p := gossip.Profile(c.Gossip.Profile); p != gossip.ProfileLAN && p != gossip.ProfileLocal {
 			bad("gossip.profile must be lan or local, got %q", c.Gossip.Profile)
 		}
-	} else if len(c.Replicas) == 0 {
-		bad("replicas must not be empty when gossip.enabled is false")
+	} else if len(c.Replicas) == 0 && len(c.Discovery.DNS) == 0 {
+		bad("replicas or discovery.dns must not be empty when gossip.enabled is false")
 	}
+	c.Discovery.validate(bad)
 	if err := c.Gossip.Timings.Validate("gossip"); err != nil {
 		errs = append(errs, err)
 	}

@@ -24,7 +24,7 @@ func loadAndValidate(path string) (Config, error) {
 
 func TestGoodConfigs(t *testing.T) {
 	for _, path := range []string{
-		"testdata/good-static.yaml", "testdata/good-gossip.yaml",
+		"testdata/good-static.yaml", "testdata/good-gossip.yaml", "testdata/good-discovery.yaml",
 		"../deploy/local.yaml", "../deploy/inferrail.example.yaml",
 	} {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -80,6 +80,13 @@ func TestGoodConfigValues(t *testing.T) {
 	if cfg.Retry.MaxAttempts != 2 || cfg.Retry.BackoffBase != 25*time.Millisecond {
 		t.Errorf("retry = %+v", cfg.Retry)
 	}
+	d, err := loadAndValidate("testdata/good-discovery.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := d.Discovery.DNS[0]; g.Interval != 5*time.Second || g.Timeout != 2*time.Second || g.MaxConcurrency != 64 || g.Port != 8000 {
+		t.Errorf("discovery group defaults not kept: %+v", g)
+	}
 	g, err := loadAndValidate("testdata/good-gossip.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +141,26 @@ func TestBadConfigsReportEveryProblem(t *testing.T) {
 			"rate_limits.redis.timeout must be > 0, got 0s",
 			`cors.allowed_origins[1] must be "*" or scheme://host[:port], got "not an origin"`,
 			"cors.max_age must be >= 0, got -1s",
+		}},
+		{"bad-discovery.yaml", []string{
+			"models[0].text_prefix.bytes_per_token must be in [1, 64], got 0",
+			`discovery.resolver must be host:port, got "nowhere"`,
+			"discovery.dns[0].names must list at least one DNS name",
+			"discovery.dns[0].port must be in [1, 65535], got 0",
+			"discovery.dns[0].interval must be >= 100ms, got 10ms",
+			"discovery.dns[0].timeout must be > 0, got 0s",
+			"discovery.dns[0].models must name at least one model",
+			`discovery.dns[1].group "pool" is not unique`,
+			`discovery.dns[1].names[0] must be a DNS name, got "http://x:80"`,
+			"discovery.dns[1] caps must not be negative, got max_concurrency 0, max_pending -1",
+			"discovery.dns[1].weight must be in [0, 1e6], got -1",
+			`discovery.dns[1].probe_path must be a path starting with /, got "health"`,
+			"discovery.dns[2].group must not be empty",
+			"discovery.dns[2].port must be in [1, 65535], got 70000",
+			"discovery.dns[2].models[0] must not be empty",
+		}},
+		{"bad-discovery-keys.yaml", []string{
+			"line 7: discovery.dns[0].refresh: unknown key",
 		}},
 		{"bad-types.yaml", []string{
 			"line 1: cannot unmarshal !!str `lots`",
@@ -192,8 +219,13 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 	}
 	cfg.Models, cfg.Replicas, cfg.Gossip.Join = nil, nil, nil
 	cfg.Gateway.Auth.Keys, cfg.Gateway.CORS.AllowedOrigins = nil, nil
+	dns := cfg.Discovery.DNS
+	cfg.Discovery.DNS = nil
 	if diff := cmp.Diff(DefaultConfig(), cfg); diff != "" {
 		t.Errorf("example differs from the defaults (-want +got):\n%s", diff)
+	}
+	if len(dns) != 1 || dns[0].Interval != defaultDNSGroup().Interval || dns[0].Timeout != defaultDNSGroup().Timeout {
+		t.Errorf("example discovery.dns = %+v, want one group with the default interval and timeout", dns)
 	}
 	m := defaultModel()
 	got, _ := loadAndValidate("../deploy/inferrail.example.yaml")

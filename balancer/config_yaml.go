@@ -23,6 +23,17 @@ func DecodeConfig(b []byte, base Config) (Config, error) {
 	return yamlconf.Decode(b, base)
 }
 
+// UnmarshalYAML decodes a discovery.dns[] entry over the group defaults.
+func (g *DNSGroupConfig) UnmarshalYAML(n *yaml.Node) error {
+	type plain DNSGroupConfig
+	p := plain(defaultDNSGroup())
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*g = DNSGroupConfig(p)
+	return nil
+}
+
 // UnmarshalYAML decodes a models[] entry over the model defaults.
 func (m *ModelConfig) UnmarshalYAML(n *yaml.Node) error {
 	type plain ModelConfig

@@ -13,7 +13,11 @@
 // picks one; the request is counted against the replica's caps and proxied
 // (balancer/proxy), retrying elsewhere only before the first byte. Every
 // response carries x-request-id, x-inferrail-replica,
-// x-inferrail-prompt-tokens and x-inferrail-cached-tokens (predicted).
+// x-inferrail-prompt-tokens and x-inferrail-cached-tokens (predicted). A
+// model without a tokenizer is routed on its requests' text prefix identity
+// instead (textprefix.go; the counts are then estimates, and
+// x-inferrail-tokens-estimated says so). Replicas also come from DNS
+// (balancer/discovery, discovery.dns).
 //
 // With epp.listen set (--epp), it is also a Gateway API InferencePool's
 // endpoint picker (epp*.go over package balancer/epp, docs/epp.md): a

@@ -29,6 +29,9 @@ type eppLease struct {
 	model  *model
 	route  string
 	tokens int
+	// estimated: tokens and the cached counts are text prefix estimates.
+	estimated bool
+	// hashes are the placement the first byte settles (nil: none).
 	hashes []kvblock.Hash
 
 	cur       eppTarget // cur.rep nil: not counted (a fallback at its caps)
@@ -78,6 +81,9 @@ func (l *eppLease) Served(endpoint string, status int) map[string]string {
 	if l.tokens > 0 {
 		h[HeaderPromptTokens] = strconv.Itoa(l.tokens)
 		h[HeaderCachedTokens] = strconv.Itoa(l.cur.cached)
+		if l.estimated {
+			h[HeaderTokensEstimated] = "true"
+		}
 	}
 	return h
 }

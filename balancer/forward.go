@@ -73,6 +73,10 @@ type request struct {
 	stream  bool // the client asked for a stream
 	outcome string
 	mode    string // modeProxy or modeEPP
+
+	// estimated reports whether tokens and hashes are the text prefix
+	// identity (textprefix.go), not the engine's tokens and blocks.
+	estimated bool
 }
 
 // forward handles a proxied route: read, resolve, tokenize, then attempts.
@@ -121,6 +125,12 @@ func (b *Balancer) prepare(ctx context.Context, rq *request, body []byte, sc *sc
 	m := p.model
 	rq.model, rq.body, rq.stream = m, p.body, p.stream
 	if rq.kind != kindEmbeddings {
+		if p.reason == reasonNoTokenizer && m.cfg.TextPrefix.Enabled {
+			p.reason = b.prepareText(rq, p, sc)
+			if p.reason == "" {
+				return nil
+			}
+		}
 		if p.reason != "" {
 			b.m.unpredicted.WithLabelValues(m.cfg.Name, p.reason).Inc()
 		} else {
@@ -136,7 +146,7 @@ func (b *Balancer) prepare(ctx context.Context, rq *request, body []byte, sc *sc
 // preparedPrompt prepares rq's hashes for the replicas' summaries once per
 // request, when its model's policy asks them (nil otherwise).
 func (sc *scratch) preparedPrompt(rq *request) route.PreparedPrompt {
-	if len(rq.hashes) > 0 && route.UsesPrefixIndex(rq.model.policy) {
+	if len(rq.hashes) > 0 && !rq.estimated && route.UsesPrefixIndex(rq.model.policy) {
 		sc.prompt.Reset(rq.hashes, summary.DefaultHashFuncs)
 		return &sc.prompt
 	}
@@ -151,7 +161,7 @@ func (b *Balancer) decide(rq *request, set *fleet.ModelSet, now time.Time, prep 
 	t0 := time.Now()
 	sc.cands = set.Candidates(now, sc.cands)
 	req := route.Request{Model: m.cfg.Name, Hashes: rq.hashes, BlockSize: m.cfg.BlockSize,
-		PromptTokens: rq.tokens, Now: now, Exclude: sc.exclude, Prompt: prep}
+		PromptTokens: rq.tokens, Now: now, Exclude: sc.exclude, Prompt: prep, TextPrefix: rq.estimated}
 	idx, d, err := m.policy.Pick(&req, sc.cands, sc.rs)
 	sc.took = time.Since(t0)
 	b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name(), rq.mode).Observe(sc.took.Seconds())
@@ -340,7 +350,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		ls.prefill()
 		now := b.now()
 		if o := route.OverlayOf(rq.model.policy); o != nil {
-			o.Settle(rq.hashes, rep.ID, now)
+			o.Settle(rq.settleHashes(), rep.ID, now)
 		}
 		b.m.ttft.WithLabelValues(rq.model.cfg.Name).Observe(now.Sub(rq.start).Seconds())
 		if rq.stream {
@@ -356,6 +366,9 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	if rq.tokens > 0 {
 		extra[HeaderPromptTokens] = []string{strconv.Itoa(rq.tokens)}
 		extra[HeaderCachedTokens] = []string{strconv.Itoa(d.CachedTokens)}
+		if rq.estimated {
+			extra[HeaderTokensEstimated] = []string{"true"}
+		}
 		b.m.cachedTokens.WithLabelValues(rq.model.cfg.Name).Observe(float64(d.CachedTokens))
 	}
 	switch {

@@ -20,6 +20,9 @@ const (
 	HeaderReplica      = "X-Inferrail-Replica"
 	HeaderPromptTokens = "X-Inferrail-Prompt-Tokens"
 	HeaderCachedTokens = "X-Inferrail-Cached-Tokens"
+	// HeaderTokensEstimated is "true" when the prompt and cached token
+	// counts are estimates from the text prefix identity (no tokenizer).
+	HeaderTokensEstimated = "X-Inferrail-Tokens-Estimated"
 )
 
 // kind is a proxied route.

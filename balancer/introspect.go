@@ -67,6 +67,9 @@ type ReplicaInfo struct {
 	Load *ReplicaLoad `json:"load,omitempty"`
 	// SummaryAgeSeconds is the age of its prefix summary (absent: none).
 	SummaryAgeSeconds *float64 `json:"summary_age_seconds,omitempty"`
+	// Group is the DNS discovery group that found it (absent: config or
+	// gossip).
+	Group string `json:"group,omitempty"`
 }
 
 // ReplicaLoad is a replica's gossiped load.
@@ -84,7 +87,7 @@ func (b *Balancer) serveReplicas(w http.ResponseWriter, r *http.Request) {
 	now := b.now()
 	out := []ReplicaInfo{}
 	for _, rep := range b.fleet.Snapshot().Replicas {
-		ri := ReplicaInfo{Name: rep.ID, URL: redactURL(rep.URL), Static: rep.Static, Models: rep.Models,
+		ri := ReplicaInfo{Name: rep.ID, URL: redactURL(rep.URL), Static: rep.Static, Group: rep.Group, Models: rep.Models,
 			Weight: rep.Weight, BlockSize: rep.BlockSize, KVCapacityBlocks: rep.CapacityBlocks, Health: string(rep.State(now)),
 			InFlight: rep.Counters.InFlight.Load(), Pending: rep.Counters.Pending.Load()}
 		if ri.Weight == 0 {

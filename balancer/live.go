@@ -94,6 +94,7 @@ var restartOnly = []struct {
 	{"max_body_bytes", func(c *Config) any { return c.MaxBodyBytes }},
 	{"shutdown_timeout", func(c *Config) any { return c.ShutdownTimeout }},
 	{"replica_defaults", func(c *Config) any { return c.ReplicaDefaults }},
+	{"discovery", func(c *Config) any { return c.Discovery }},
 	{"gossip", func(c *Config) any { return c.Gossip }},
 	{"health", func(c *Config) any { return c.Health }},
 	{"retry", func(c *Config) any { return c.Retry }},

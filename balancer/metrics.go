@@ -50,6 +50,7 @@ type metrics struct {
 	promptTokens *prometheus.HistogramVec
 	cachedTokens *prometheus.HistogramVec
 	unpredicted  *prometheus.CounterVec
+	textPrefix   *prometheus.CounterVec
 	retries      *prometheus.CounterVec
 	fallback     *prometheus.CounterVec
 	loadReports  *prometheus.CounterVec
@@ -91,6 +92,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "inferrail_balancer_unpredicted_total",
 			Help: "Requests routed without a cache prediction, by reason (no_tokenizer, too_large, wait_timeout, queue_full, canceled, unsupported, multi_prompt, error).",
 		}, []string{"model", "reason"}),
+		textPrefix: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferrail_balancer_text_prefix_requests_total",
+			Help: "Requests of models without a tokenizer routed on their text prefix identity: their token counts are estimates.",
+		}, []string{"model"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inferrail_balancer_retries_total",
 			Help: "Failed attempts followed by another attempt (before the first byte), by the failure: dial, status_502|503|504, upstream_error, first_byte_timeout, replica_down, route_deadline.",
@@ -110,7 +115,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.ttft, m.decision, m.reasons, m.promptTokens, m.cachedTokens,
-			m.unpredicted, m.retries, m.fallback, m.loadReports, m.inFlight)
+			m.unpredicted, m.textPrefix, m.retries, m.fallback, m.loadReports, m.inFlight)
 	}
 	return m
 }
@@ -119,7 +124,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 func (m *metrics) forgetModel(name string) {
 	l := prometheus.Labels{"model": name}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
-		m.requests, m.ttft, m.decision, m.reasons, m.promptTokens, m.cachedTokens, m.unpredicted, m.retries, m.fallback,
+		m.requests, m.ttft, m.decision, m.reasons, m.promptTokens, m.cachedTokens, m.unpredicted, m.textPrefix, m.retries, m.fallback,
 	} {
 		v.DeletePartialMatch(l)
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/devfleet"
 )
 
@@ -165,6 +166,28 @@ type plan struct {
 	label string
 }
 
+// TextPrefixSuffix after a policy name in a policy list runs that policy on
+// balancers without a tokenizer: they route on the text prefix identity
+// (docs/routing.md#text-prefix-identity), e.g. cost_model+text.
+const TextPrefixSuffix = "+text"
+
+// SplitPolicy returns the balancer policy a policy list entry names and
+// whether it runs without a tokenizer (TextPrefixSuffix).
+func SplitPolicy(name string) (policy string, noTokenizer bool) {
+	if p, ok := strings.CutSuffix(name, TextPrefixSuffix); ok {
+		return p, true
+	}
+	return name, false
+}
+
+// KnownPolicy reports whether name is a policy list entry Compare runs: a
+// policy or peer baseline route.Known accepts, optionally with
+// TextPrefixSuffix.
+func KnownPolicy(name string) bool {
+	p, _ := SplitPolicy(name)
+	return route.Known(p)
+}
+
 // oraclePolicy is the policy of the oracle run.
 func (cc CompareConfig) oraclePolicy() string {
 	if cc.BalancerPolicy != "" {
@@ -292,7 +315,7 @@ func fileName(label string) string {
 // compareOne starts a cold fleet, runs the workload once and stops the fleet.
 func compareOne(ctx context.Context, cc CompareConfig, info RunInfo, label string, rep int, log *slog.Logger) (*Result, error) {
 	fc := cc.Fleet
-	fc.Policy = info.Policy
+	fc.Policy, fc.NoTokenizer = SplitPolicy(info.Policy)
 	fc.Balancers = info.Balancers
 	if info.Replicas > 0 {
 		fc.Replicas = info.Replicas

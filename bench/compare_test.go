@@ -66,3 +66,21 @@ func TestPlans(t *testing.T) {
 		})
 	}
 }
+
+func TestSplitPolicyTextPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		name, policy string
+		text, known  bool
+	}{
+		{"cost_model", "cost_model", false, true},
+		{"cost_model+text", "cost_model", true, true},
+		{"sglang_cache_aware+text", "sglang_cache_aware", true, true},
+		{"nope+text", "nope", true, false},
+		{"cost_model+tex", "cost_model+tex", false, false},
+	} {
+		p, text := SplitPolicy(tc.name)
+		if p != tc.policy || text != tc.text || KnownPolicy(tc.name) != tc.known {
+			t.Errorf("%s: SplitPolicy = %q, %v, KnownPolicy = %v; want %q, %v, %v", tc.name, p, text, KnownPolicy(tc.name), tc.policy, tc.text, tc.known)
+		}
+	}
+}

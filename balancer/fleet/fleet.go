@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -82,9 +83,12 @@ type Fleet struct {
 	src    MemberSource // nil: static replicas only
 	prober Prober       // nil: no active probes
 
-	mu       sync.Mutex // protects replicas and lastSrc
+	mu       sync.Mutex // protects replicas, lastSrc and discovered
 	replicas map[string]*Replica
 	lastSrc  *gossip.FleetSnapshot
+	// discovered holds the replicas of each DNS discovery group
+	// (SetDiscovered), by group name.
+	discovered map[string][]Spec
 
 	ejectMu   sync.Mutex    // serializes ejection decisions
 	readmit   chan struct{} // signals a new readmitAt
@@ -121,8 +125,9 @@ func New(cfg Config, src MemberSource, prober Prober, log *slog.Logger, reg prom
 	}
 	f := &Fleet{
 		cfg: cfg, log: log, src: src, prober: prober,
-		replicas: make(map[string]*Replica),
-		readmit:  make(chan struct{}, 1),
+		replicas:   make(map[string]*Replica),
+		discovered: make(map[string][]Spec),
+		readmit:    make(chan struct{}, 1),
 	}
 	f.m = newMetrics(reg, f)
 	f.refresh()
@@ -180,8 +185,20 @@ func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
 		member *gossip.Member
 	}
 	var specs []entry
+	taken := make(map[string]bool, len(f.cfg.Static))
 	for _, s := range f.cfg.Static {
 		specs = append(specs, entry{spec: s})
+		taken[s.ID] = true
+	}
+	for _, group := range slices.Sorted(maps.Keys(f.discovered)) {
+		for _, s := range f.discovered[group] {
+			if taken[s.ID] {
+				f.log.Warn("discovered replica has the name of another replica; ignored", "replica", s.ID, "group", group)
+				continue
+			}
+			specs = append(specs, entry{spec: s})
+			taken[s.ID] = true
+		}
 	}
 	if gs != nil {
 		for i := range gs.Members {
@@ -190,8 +207,8 @@ func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
 				m.Meta.DataAddr == "" || len(m.Meta.Models) == 0 {
 				continue
 			}
-			if _, dup := f.staticID(m.Name); dup {
-				f.log.Warn("gossip member has the name of a static replica; ignored", "replica", m.Name)
+			if taken[m.Name] {
+				f.log.Warn("gossip member has the name of a static or discovered replica; ignored", "replica", m.Name)
 				continue
 			}
 			d := f.cfg.Defaults
@@ -236,7 +253,8 @@ func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
 		if next[id] != r {
 			// A gossip replica that left is gone: requests waiting for its
 			// first byte move on. A static replica removed or changed by a
-			// reload is drained: requests sent to it finish there.
+			// reload, or a discovered one DNS no longer lists, is drained:
+			// requests sent to it finish there.
 			if !r.Static {
 				r.markDown()
 				f.log.Info("replica left", "replica", id)
@@ -276,11 +294,30 @@ func (f *Fleet) SetStatic(static []Spec) error {
 	return nil
 }
 
-func (f *Fleet) staticID(id string) (Spec, bool) {
-	for _, s := range f.cfg.Static {
-		if s.ID == id {
-			return s, true
+// SetDiscovered replaces the replicas DNS discovery group found (an empty
+// list: none) and publishes the new snapshot at once. As with SetStatic, a
+// replica whose spec is unchanged keeps its counters and health, and one
+// that is gone takes no new requests while the requests already sent to it
+// finish there. A replica whose ID a static replica or another group
+// already has is ignored.
+func (f *Fleet) SetDiscovered(group string, specs []Spec) error {
+	ids := map[string]bool{}
+	for _, s := range specs {
+		if s.ID == "" || s.URL == nil {
+			return errors.New("fleet: a discovered replica needs an ID and a URL")
 		}
+		if ids[s.ID] {
+			return fmt.Errorf("fleet: duplicate replica %q", s.ID)
+		}
+		ids[s.ID] = true
 	}
-	return Spec{}, false
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(specs) == 0 {
+		delete(f.discovered, group)
+	} else {
+		f.discovered[group] = slices.Clone(specs)
+	}
+	f.rebuildLocked(f.lastSrc)
+	return nil
 }

@@ -28,8 +28,13 @@ type Spec struct {
 	// H2C reports whether the replica is reached over HTTP/2 with prior
 	// knowledge (sidecars, and engines configured so); otherwise HTTP/1.1.
 	H2C bool
-	// Static reports whether the replica comes from the config.
+	// Static reports whether the replica comes from the config or from DNS
+	// discovery: an engine or provider without a sidecar, not a gossip
+	// member.
 	Static bool
+	// Group is the DNS discovery group that found the replica ("": from
+	// the config or the gossip).
+	Group string
 	// Models lists the model names served.
 	Models []string
 	// BlockSize is the KV block size in tokens (0: unknown).
@@ -80,7 +85,8 @@ func (a *Spec) equal(b *Spec) bool {
 	if a.ID != b.ID || a.URL.String() != b.URL.String() || a.H2C != b.H2C || a.Static != b.Static ||
 		a.BlockSize != b.BlockSize || a.MaxConcurrency != b.MaxConcurrency || a.MaxPending != b.MaxPending ||
 		a.CapacityBlocks != b.CapacityBlocks || a.Weight != b.Weight || a.Adapters != b.Adapters || len(a.Models) != len(b.Models) ||
-		a.APIKey != b.APIKey || a.PathPrefix != b.PathPrefix || a.Draining != b.Draining || a.ProbePath != b.ProbePath {
+		a.APIKey != b.APIKey || a.PathPrefix != b.PathPrefix || a.Draining != b.Draining || a.ProbePath != b.ProbePath ||
+		a.Group != b.Group {
 		return false
 	}
 	for i := range a.Models {

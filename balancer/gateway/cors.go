@@ -10,7 +10,7 @@ import (
 
 // exposedHeaders are the response headers a browser script may read.
 var exposedHeaders = strings.Join([]string{
-	"X-Request-Id", "X-Inferrail-Replica", "X-Inferrail-Prompt-Tokens", "X-Inferrail-Cached-Tokens", "Retry-After",
+	"X-Request-Id", "X-Inferrail-Replica", "X-Inferrail-Prompt-Tokens", "X-Inferrail-Cached-Tokens", "X-Inferrail-Tokens-Estimated", "Retry-After",
 	HeaderLimitRequests, HeaderRemainingRequests, HeaderResetRequests,
 	HeaderLimitTokens, HeaderRemainingTokens, HeaderResetTokens,
 }, ", ")

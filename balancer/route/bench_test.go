@@ -61,7 +61,7 @@ func BenchmarkOverlay(b *testing.B) {
 	b.Run("record", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			o.record(hs, 42, t0)
+			o.record(hs, 42, t0, o.ttl)
 		}
 	})
 	b.Run("lookup", func(b *testing.B) {

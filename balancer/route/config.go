@@ -122,8 +122,15 @@ type CostConfig struct {
 // OverlayConfig configures the overlay of the balancer's own recent
 // placements.
 type OverlayConfig struct {
-	// TTL is how long a placement is remembered (0 disables the overlay).
+	// TTL is how long a placement is remembered (0 disables the overlay
+	// for block hashes).
 	TTL time.Duration `yaml:"ttl"`
+	// TextTTL is how long the placement of a text prefix identity (a model
+	// without a tokenizer, Request.TextPrefix) is remembered, from its
+	// latest placement: no summary holds such a prefix, so the overlay is
+	// the only memory of where it went, and Settle does not shorten it (0
+	// routes those requests cache-blind but for the prefix_hash fallback).
+	TextTTL time.Duration `yaml:"text_ttl"`
 	// Settle is how long a placement is still remembered once its request
 	// got its first byte (0: the whole TTL); after that the replica's
 	// summary, which also hears of evictions, decides.
@@ -171,7 +178,7 @@ func DefaultConfig() Config {
 		MaxSummaryAge: 10 * time.Second,
 		KVAware:       KVAwareConfig{PrefixWeight: 2, LoadWeight: 1, KVUsageWeight: 1},
 		Cost:          DefaultCostConfig(),
-		Overlay:       OverlayConfig{TTL: 10 * time.Second, Settle: time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32},
+		Overlay:       OverlayConfig{TTL: 10 * time.Second, TextTTL: 2 * time.Minute, Settle: time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32},
 		Baselines:     DefaultBaselinesConfig(),
 	}
 }
@@ -228,6 +235,9 @@ func (c Config) Validate() error {
 	o := c.Overlay
 	if o.TTL < 0 {
 		bad("overlay.ttl", ">= 0", o.TTL)
+	}
+	if o.TextTTL < 0 {
+		bad("overlay.text_ttl", ">= 0", o.TextTTL)
 	}
 	if o.Settle < 0 {
 		bad("overlay.settle", ">= 0", o.Settle)

@@ -85,7 +85,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 }
 
 func TestOverlayDisabledByZeroTTL(t *testing.T) {
-	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.Overlay.TTL = 0 })
+	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.Overlay.TTL, c.Overlay.TextTTL = 0, 0 })
 	if OverlayOf(p) != nil {
 		t.Error("overlay present with ttl 0")
 	}

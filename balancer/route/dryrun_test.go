@@ -22,7 +22,7 @@ func TestDryRunRecordsNothing(t *testing.T) {
 			}
 			if o := OverlayOf(p); o != nil {
 				for _, c := range cs {
-					if n := o.LongestPrefix(hs, c.ID, t0); n != 0 {
+					if n := overlayPrefix(o, hs, c.ID, t0); n != 0 {
 						t.Errorf("overlay holds %d blocks on %s after dry runs, want 0", n, c.ID)
 					}
 				}
@@ -70,7 +70,7 @@ func TestDryRunMatchesPick(t *testing.T) {
 	cs := cands(3)
 	hs := prompt(2, 2, 6, 6)
 	cs[1].Prefix = fakeIndex{}.add(hs[:4])
-	cs[2].Own.Start(2000)
+	lease(cs[2].Own, 2000)
 	cs[2].Healthy = false
 	req := Request{Model: "m", Hashes: hs, BlockSize: 16, PromptTokens: 6*16 + 3, Now: t0, DryRun: true}
 	di, dd, err := p.Pick(&req, cs, NewScratch(3))
@@ -106,7 +106,7 @@ func TestDryRunMatchesPick(t *testing.T) {
 func TestWorkOf(t *testing.T) {
 	p := newPolicy(t, PolicyCostModel, nil)
 	c := cands(1)[0]
-	c.Own.Start(100)
+	lease(c.Own, 100)
 	c.Load = Load{Known: true, Exact: true, At: t0, Others: Work{InFlight: 2, Pending: 1, PrefillTokens: 50}}
 	got := WorkOf(p, &c, t0.Add(time.Millisecond))
 	want := Work{InFlight: 3, Pending: 2, PrefillTokens: 150}

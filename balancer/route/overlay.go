@@ -32,6 +32,7 @@ type Overlay struct {
 	slots        []slot
 	mask         uint64
 	ttl          int64
+	textTTL      int64
 	settle       int64
 	stride       int
 	maxPoints    int
@@ -60,11 +61,23 @@ func NewOverlay(cfg OverlayConfig, prefixBlocks int) *Overlay {
 		slots:        make([]slot, n),
 		mask:         uint64(n - 1),
 		ttl:          int64(cfg.TTL),
+		textTTL:      int64(cfg.TextTTL),
 		settle:       int64(cfg.Settle),
 		stride:       max(cfg.Stride, 1),
 		maxPoints:    max(cfg.MaxPoints, 1),
 		prefixBlocks: max(prefixBlocks, 1),
 	}
+}
+
+// place records a policy's pick of replica for req: for TTL, or for TextTTL
+// when req's hashes are a text prefix identity, which no summary can confirm
+// (nor Settle shorten).
+func (o *Overlay) place(req *Request, replica uint64, now time.Time) {
+	ttl := o.ttl
+	if req.TextPrefix {
+		ttl = o.textTTL
+	}
+	o.record(req.Hashes, replica, now, ttl)
 }
 
 // Settle shortens the placements of this prompt on replicaID to expire at
@@ -108,19 +121,20 @@ func (o *Overlay) shorten(h kvblock.Hash, replica uint64, exp int64) {
 	}
 }
 
-func (o *Overlay) record(hashes []kvblock.Hash, replica uint64, now time.Time) {
+func (o *Overlay) record(hashes []kvblock.Hash, replica uint64, now time.Time, ttl int64) {
 	n := len(hashes)
-	if n == 0 {
+	if n == 0 || ttl <= 0 {
 		return
 	}
-	exp := now.UnixNano() + o.ttl
+	t := now.UnixNano()
+	exp := t + ttl
 	stride := o.strideFor(n)
-	o.store(hashes[n-1], replica, n, exp)
+	o.store(hashes[n-1], replica, n, exp, t)
 	for b := stride; b < n; b += stride {
-		o.store(hashes[b-1], replica, b, exp)
+		o.store(hashes[b-1], replica, b, exp, t)
 	}
 	if p := o.prefixBlocks; p < n && p%stride != 0 {
-		o.store(hashes[p-1], replica, p, exp)
+		o.store(hashes[p-1], replica, p, exp, t)
 	}
 }
 
@@ -153,9 +167,8 @@ func (o *Overlay) strideFor(n int) int {
 	return s
 }
 
-func (o *Overlay) store(h kvblock.Hash, replica uint64, blocks int, exp int64) {
+func (o *Overlay) store(h kvblock.Hash, replica uint64, blocks int, exp, now int64) {
 	pair := o.pair(h)
-	now := exp - o.ttl
 	// Victim order: this very entry (refresh), a dead slot, another prefix,
 	// then this prefix on another replica; the older on a tie.
 	rank := func(sl *slot) (int, int64) {

@@ -69,7 +69,7 @@ func TestOverlayLongestPrefix(t *testing.T) {
 	cfg := DefaultConfig().Overlay
 	long := prompt(5, 1, 300, 400) // 400 blocks: stride 16 (400/8 > 32)
 	o := NewOverlay(cfg, 8)
-	o.record(long, hashID("a"), t0)
+	o.record(long, hashID("a"), t0, o.ttl)
 	for _, tc := range []struct {
 		name string
 		q    []kvblock.Hash
@@ -102,7 +102,7 @@ func TestOverlayNeverOvercounts(t *testing.T) {
 	cfg.Slots = 1 << 10 // collisions on purpose
 	o := NewOverlay(cfg, 8)
 	for g := range uint32(200) {
-		o.record(prompt(g%13, g, int(g%97), int(g%97)+int(g%31)), hashID(fmt.Sprint("r", g%5)), t0)
+		o.record(prompt(g%13, g, int(g%97), int(g%97)+int(g%31)), hashID(fmt.Sprint("r", g%5)), t0, o.ttl)
 	}
 	for g := range uint32(300) {
 		shared := int(g % 97)
@@ -128,7 +128,7 @@ func TestOverlayConcurrent(t *testing.T) {
 	for w := range 4 {
 		wg.Go(func() {
 			for i := range 2000 {
-				o.record(hs[:1+(i+w)%64], hashID("r"), t0)
+				o.record(hs[:1+(i+w)%64], hashID("r"), t0, o.ttl)
 				if got := overlayPrefix(o, hs, "r", t0); got > 64 {
 					t.Errorf("torn read: %d blocks", got)
 					return
@@ -148,13 +148,13 @@ func TestOverlayTwoWays(t *testing.T) {
 	o := NewOverlay(cfg, 1)
 	hs := prompt(1, 1, 1, 1)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	o.record(hs, hashID("a"), at(0))
-	o.record(hs, hashID("b"), at(1))
+	o.record(hs, hashID("a"), at(0), o.ttl)
+	o.record(hs, hashID("b"), at(1), o.ttl)
 	if overlayPrefix(o, hs, "a", at(2)) != 1 || overlayPrefix(o, hs, "b", at(2)) != 1 {
 		t.Fatal("a prefix placed on a and b is not remembered on both")
 	}
-	o.record(hs, hashID("a"), at(3)) // refresh: a is now the newer
-	o.record(hs, hashID("c"), at(4)) // evicts b, the older
+	o.record(hs, hashID("a"), at(3), o.ttl) // refresh: a is now the newer
+	o.record(hs, hashID("c"), at(4), o.ttl) // evicts b, the older
 	for id, want := range map[string]int{"a": 1, "b": 0, "c": 1} {
 		if got := overlayPrefix(o, hs, id, at(5)); got != want {
 			t.Errorf("after refresh and a third placement: overlay prefix on %s = %d, want %d", id, got, want)
@@ -162,7 +162,7 @@ func TestOverlayTwoWays(t *testing.T) {
 	}
 	other := prompt(2, 2, 1, 1)
 	late := at(3).Add(cfg.TTL) // a (recorded at 3 ms) is dead, c alive
-	o.record(other, hashID("d"), late)
+	o.record(other, hashID("d"), late, o.ttl)
 	if overlayPrefix(o, hs, "c", late) != 1 || overlayPrefix(o, other, "d", late) != 1 {
 		t.Error("a new prefix did not take the dead slot")
 	}
@@ -178,8 +178,8 @@ func TestOverlaySettle(t *testing.T) {
 		cfg := DefaultConfig().Overlay
 		cfg.Settle = settle
 		o := NewOverlay(cfg, 8)
-		o.record(hs, hashID("a"), t0)
-		o.record(hs, hashID("b"), t0)
+		o.record(hs, hashID("a"), t0, o.ttl)
+		o.record(hs, hashID("b"), t0, o.ttl)
 		o.Settle(hs, "a", t0.Add(2*time.Second))
 		at := func(d time.Duration, id string) int { return overlayPrefix(o, hs, id, t0.Add(d)) }
 		if got := at(2500*time.Millisecond, "a"); got != 64 {

@@ -168,7 +168,7 @@ func New(cfg Config) (Policy, error) {
 	case PolicySGLangCacheAware: // its tree is its overlay
 		return &sglangCacheAware{base: b, tree: newSGLangTree()}, nil
 	}
-	if cfg.Overlay.TTL > 0 {
+	if cfg.Overlay.TTL > 0 || cfg.Overlay.TextTTL > 0 {
 		b.overlay = NewOverlay(cfg.Overlay, cfg.PrefixBlocks)
 	}
 	switch cfg.Policy {

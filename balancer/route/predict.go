@@ -15,7 +15,9 @@ import (
 // When some eligible candidate has no fresh summary, the prefix's
 // prefix_hash owner is assumed to hold the first PrefixBlocks blocks if its
 // own summary is unknown: balancers that cannot see summaries still converge
-// on one replica per prefix. s.load must be filled.
+// on one replica per prefix. A text prefix identity (Request.TextPrefix) asks
+// no summary: the overlay and that assumption are its whole prediction, and
+// it is not reported as a fallback. s.load must be filled.
 func (b *base) predict(req *Request, cands []Candidate, s *Scratch, now time.Time) (fallback bool) {
 	s.cached = grow(s.cached, len(cands))
 	for i := range s.cached {
@@ -39,8 +41,8 @@ func (b *base) predict(req *Request, cands []Candidate, s *Scratch, now time.Tim
 	for _, i := range s.elig {
 		c := &cands[i]
 		blocks := 0
-		if len(hashes) > 0 && (c.BlockSize == 0 || c.BlockSize == bs) {
-			if b.summaryFresh(c, now, bs) {
+		if len(hashes) > 0 && (req.TextPrefix || c.BlockSize == 0 || c.BlockSize == bs) {
+			if !req.TextPrefix && b.summaryFresh(c, now, bs) {
 				blocks = longestPrefix(c.Prefix, prep, hashes)
 			} else {
 				unknown = true
@@ -66,12 +68,14 @@ func (b *base) predict(req *Request, cands []Candidate, s *Scratch, now time.Tim
 	k, _ := b.owner(cands, s, key)
 	i := s.elig[k]
 	c := &cands[i]
-	if b.summaryFresh(c, now, bs) || c.BlockSize != 0 && c.BlockSize != bs {
+	if !req.TextPrefix && (b.summaryFresh(c, now, bs) || c.BlockSize != 0 && c.BlockSize != bs) {
 		return false
 	}
 	own := int32(min(b.cfg.PrefixBlocks, len(hashes)) * bs)
 	s.cached[i] = max(s.cached[i], own)
-	return true
+	// A text prefix has no summary to be stale: the fallback is its rule,
+	// not a degraded view.
+	return !req.TextPrefix
 }
 
 // longestPrefix asks idx how many leading blocks of hashes it holds, through
@@ -124,6 +128,6 @@ func (b *base) scoredPick(req *Request, cands []Candidate, s *Scratch, k int, re
 // is none or req is a dry run.
 func (b *base) place(req *Request, id uint64, now time.Time) {
 	if b.overlay != nil && !req.DryRun {
-		b.overlay.record(req.Hashes, id, now)
+		b.overlay.place(req, id, now)
 	}
 }

@@ -27,6 +27,15 @@ type Request struct {
 	// Now is the decision time, for staleness and the overlay (zero: the
 	// wall clock).
 	Now time.Time
+	// TextPrefix reports whether Hashes are a text prefix identity
+	// (kvblock.TextHasher: chained hashes of fixed-size chunks of the
+	// prompt's text, for a model without a tokenizer) rather than engine
+	// block hashes, and PromptTokens an estimate. No summary holds such
+	// hashes: the candidates' summaries are not asked (each counts as
+	// unknown, so the prefix's prefix_hash owner is assumed to hold its
+	// first blocks), block sizes are not compared, and the overlay keeps
+	// the placement for OverlayConfig.TextTTL.
+	TextPrefix bool
 	// Exclude lists candidate indices not to pick (replicas already tried by
 	// a retry). A request whose every eligible candidate is excluded gets
 	// ErrNoCandidate.

@@ -205,7 +205,7 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 	nginx := commaList{}
 	loadPolicies := commaList{}
 	var loads, balancers, replicaCounts, replicaPolicies commaList
-	fs.Var(&policies, "policies", "balancer policies to compare (default round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model;\nthe peer baselines sglang_cache_aware, dynamo_kv and llm_d are accepted too: docs/baselines.md)")
+	fs.Var(&policies, "policies", "balancer policies to compare (default round_robin,random,least_request,p2c,prefix_hash,kv_aware,cost_model;\nthe peer baselines sglang_cache_aware, dynamo_kv and llm_d are accepted too: docs/baselines.md;\na policy with +text, e.g. cost_model+text, runs on balancers without a tokenizer: docs/routing.md)")
 	fs.Var(&nginx, "nginx", "nginx baselines in front of the same simulators: round_robin, least_conn (needs nginx installed)")
 	fs.IntVar(&cc.Repetitions, "repetitions", cc.Repetitions, "repeat everything with seeds seed, seed+1, ...")
 	fs.Var(&loads, "load-factors", "also run --load-policies at these multiples of the rate, e.g. 0.5,1.5")
@@ -248,8 +248,9 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 		{"--balancer-policy", []string{cc.BalancerPolicy}}, {"--balancer-policies", balancerPolicies}, {"--peer-policies", peerPolicies}} {
 		sweep := l.flag == "--load-policies" || l.flag == "--balancer-policies"
 		for _, n := range l.names {
-			if !route.Known(n) && !(sweep && n == bench.BestPeerToken) {
-				return cc, "", fmt.Errorf("%s: %q is not a policy (one of %v, the baselines %v, or %s in a sweep)", l.flag, n, route.Policies, route.Baselines, bench.BestPeerToken)
+			if !bench.KnownPolicy(n) && !(sweep && n == bench.BestPeerToken) {
+				return cc, "", fmt.Errorf("%s: %q is not a policy (one of %v, the baselines %v, either with %s for balancers without a tokenizer, or %s in a sweep)",
+					l.flag, n, route.Policies, route.Baselines, bench.TextPrefixSuffix, bench.BestPeerToken)
 			}
 		}
 	}

@@ -106,6 +106,10 @@ func TestParseCompare(t *testing.T) {
 	if err != nil || !slices.Equal(cc.Policies, route.Baselines) || cc.BalancerPolicy != "llm_d" {
 		t.Errorf("baselines: policies %v balancer policy %q, err %v; want the three baselines", cc.Policies, cc.BalancerPolicy, err)
 	}
+	cc, _, err = parseCompare([]string{"--policies", "cost_model,cost_model+text"}, io.Discard)
+	if err != nil || !slices.Equal(cc.Policies, []string{"cost_model", "cost_model+text"}) {
+		t.Errorf("+text: policies %v, err %v; want cost_model and cost_model+text", cc.Policies, err)
+	}
 	cc, _, err = parseCompare(nil, io.Discard)
 	if err != nil || cc.OracleRun || len(cc.ReplicaCounts) != 0 || len(cc.Policies) != 7 {
 		t.Errorf("defaults: oracle %v, replica counts %v, %d policies, err %v; want no oracle, no sweep, 7 policies", cc.OracleRun, cc.ReplicaCounts, len(cc.Policies), err)
@@ -121,6 +125,7 @@ func TestParseCompare(t *testing.T) {
 		{[]string{"--balancer-counts", "-1"}, "--balancer-counts"},
 		{[]string{"--load-factors", "0"}, "--load-factors"},
 		{[]string{"--policies", "round_robin,sglang"}, `--policies: "sglang" is not a policy`},
+		{[]string{"--policies", "fastest+text"}, `--policies: "fastest+text" is not a policy`},
 		{[]string{"--load-factors", "2", "--load-policies", "dynamo"}, "--load-policies"},
 		{[]string{"--balancer-policy", "llmd"}, "--balancer-policy"},
 		{[]string{"--capacity-rates", "4,2"}, "--capacity-rates"},

@@ -55,6 +55,12 @@ type Config struct {
 	// every few milliseconds. It costs gossip bandwidth and CPU, so it is a
 	// reference for benchmarks, not a production setting.
 	ExactState bool
+	// NoTokenizer configures the balancers' model without a tokenizer, so
+	// they route on the text prefix identity of each request and report
+	// estimated token counts (docs/routing.md#text-prefix-identity); the
+	// sidecars keep theirs, as their summaries come from the engines' KV
+	// events either way.
+	NoTokenizer bool
 	// OverlayTTL sets how long the balancers remember their own placements
 	// (the model's routing.overlay.ttl): 0 keeps the policy's default (10s),
 	// a negative value turns the overlay off. The overlay predicts a

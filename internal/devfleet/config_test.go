@@ -62,3 +62,22 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestBalancerYAMLWithoutTokenizer(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NoTokenizer = true
+	path := filepath.Join(t.TempDir(), "b.yaml")
+	if err := os.WriteFile(path, []byte(mustBalancerYAML(t, cfg, 0, 18080, 19090, 17946, "127.0.0.1:7000")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bc, err := balancer.LoadConfigFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bc.Validate(); err != nil {
+		t.Fatalf("invalid: %v", err)
+	}
+	if m := bc.Models[0]; m.Tokenizer != "" || !m.TextPrefix.Enabled || m.BlockSize != cfg.BlockSize {
+		t.Errorf("model = %+v, want no tokenizer, text_prefix on, block size %d", m, cfg.BlockSize)
+	}
+}

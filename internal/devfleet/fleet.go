@@ -224,7 +224,11 @@ func (f *Fleet) start(ctx context.Context) error {
 func balancerYAML(cfg Config, i, port, admin, gport int, seed string) (string, error) {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "listen: 127.0.0.1:%d\nadmin: 127.0.0.1:%d\n", port, admin)
-	fmt.Fprintf(&sb, "models:\n  - name: %q\n    tokenizer: builtin:sim\n    block_size: %d\n", cfg.Model, cfg.BlockSize)
+	fmt.Fprintf(&sb, "models:\n  - name: %q\n", cfg.Model)
+	if !cfg.NoTokenizer {
+		sb.WriteString("    tokenizer: builtin:sim\n")
+	}
+	fmt.Fprintf(&sb, "    block_size: %d\n", cfg.BlockSize)
 	if cfg.OverlayTTL != 0 || cfg.CostModel != nil {
 		sb.WriteString("    routing:\n")
 	}
