@@ -11,6 +11,7 @@ import (
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/gateway"
 	"github.com/inferrail/inferrail/balancer/proxy"
+	"github.com/inferrail/inferrail/balancer/respcache"
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/kvblock"
@@ -47,6 +48,9 @@ type Config struct {
 	// Gateway holds the auth, rate_limits and cors sections.
 	Gateway gateway.Config `yaml:",inline"`
 	EPP     EPPConfig      `yaml:"epp"`
+	// ResponseCache holds the exact and semantic response caches
+	// (docs/gateway.md#response-caches).
+	ResponseCache respcache.Config `yaml:"response_cache"`
 }
 
 // ModelConfig is one model.
@@ -213,6 +217,8 @@ func DefaultConfig() Config {
 		Tokenize: TokenizeConfig{MaxWait: 25 * time.Millisecond, MaxSize: 8 << 20},
 		Gateway:  gateway.DefaultConfig(),
 		EPP:      EPPConfig{Endpoint: EPPEndpointData, Fallbacks: 2, BodyMode: EPPBodyFullDuplex},
+
+		ResponseCache: respcache.DefaultConfig(),
 	}
 }
 
@@ -403,6 +409,7 @@ func (c *Config) Validate() error {
 	if e := c.EPP; e.BodyMode != EPPBodyFullDuplex && e.BodyMode != EPPBodyBuffered {
 		bad("epp.body_mode must be %s or %s, got %q", EPPBodyFullDuplex, EPPBodyBuffered, e.BodyMode)
 	}
+	errs = append(errs, prefixed("", c.ResponseCache.Validate("response_cache."))...)
 	return errors.Join(errs...)
 }
 

@@ -25,6 +25,7 @@ func (b *Balancer) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/config", b.serveConfig)
 	mux.HandleFunc("GET /docs", b.serveDocs)
 	mux.HandleFunc("GET /docs/{file...}", b.serveDocs)
+	mux.HandleFunc("POST /admin/cache/purge", b.servePurge)
 }
 
 // serveReload re-reads the config file (POST /admin/reload): 200 with the
