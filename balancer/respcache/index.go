@@ -27,8 +27,9 @@ var errZeroVector = errors.New("the embedding is the zero vector")
 // index is the in-process vector index of the semantic cache: an exact
 // cosine search (a dot product of unit vectors) over the vectors of one
 // partition, which is linear in the partition's size; docs/gateway.md says
-// where an approximate index would be needed. At most max vectors are
-// kept, the oldest leaving first.
+// where an approximate index would be needed. A partition's vectors lie in
+// one contiguous slab, so a search streams through memory. At most max
+// vectors are kept, the oldest leaving first.
 type index struct {
 	max int
 	m   *metrics
@@ -36,18 +37,27 @@ type index struct {
 	mu     sync.RWMutex // protects the fields below
 	dims   int          // 0: not known yet
 	source string       // where dims came from
-	parts  map[string]map[string]*indexed
+	parts  map[string]*partition
 	byID   map[string]*indexed
 	order  *list.List // of *indexed, oldest first
 }
 
+// partition holds one partition's vectors: items[i]'s components are
+// flat[i*dims:(i+1)*dims].
+type partition struct {
+	items []*indexed
+	flat  []float32
+}
+
 type indexed struct {
-	v  *Vector
-	el *list.Element
+	v    *Vector
+	el   *list.Element
+	part *partition
+	pos  int
 }
 
 func newIndex(dims, max int, m *metrics) *index {
-	x := &index{max: max, m: m, dims: dims, parts: map[string]map[string]*indexed{}, byID: map[string]*indexed{}, order: list.New()}
+	x := &index{max: max, m: m, dims: dims, parts: map[string]*partition{}, byID: map[string]*indexed{}, order: list.New()}
 	if dims > 0 {
 		x.source = "response_cache.semantic.dimensions"
 	}
@@ -103,28 +113,39 @@ func (x *index) Dims() int {
 func (x *index) Search(partition string, q []float32, now time.Time) (best *Vector, dist float64, ok bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	bestDot := math.Inf(-1)
-	for _, it := range x.parts[partition] {
-		if !now.Before(it.v.Expires) || len(it.v.V) != len(q) {
-			continue
-		}
-		if d := dot(q, it.v.V); d > bestDot {
-			bestDot, best = d, it.v
+	p := x.parts[partition]
+	if p == nil || len(q) != x.dims {
+		return nil, 0, false
+	}
+	d := x.dims
+	bestDot := float32(math.Inf(-1))
+	for i, it := range p.items {
+		if s := dot(q, p.flat[i*d:(i+1)*d]); s > bestDot && now.Before(it.v.Expires) {
+			bestDot, best = s, it.v
 		}
 	}
 	if best == nil {
 		return nil, 0, false
 	}
-	return best, min(2, max(0, 1-bestDot)), true
+	return best, min(2, max(0, 1-float64(bestDot))), true
 }
 
-func dot(a, b []float32) float64 {
-	var s float32
+// dot is the dot product of two vectors of one length, four lanes at a
+// time.
+func dot(a, b []float32) float32 {
 	b = b[:len(a)]
-	for i := range a {
-		s += a[i] * b[i]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
 	}
-	return float64(s)
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return s0 + s1 + s2 + s3
 }
 
 // Add indexes v (replacing a vector with its ID), after checking its size.
@@ -137,15 +158,16 @@ func (x *index) Add(v *Vector, first string) error {
 	if old := x.byID[v.ID]; old != nil {
 		x.removeLocked(old, "")
 	}
-	it := &indexed{v: v}
-	it.el = x.order.PushBack(it)
-	x.byID[v.ID] = it
 	p := x.parts[v.Partition]
 	if p == nil {
-		p = map[string]*indexed{}
+		p = &partition{}
 		x.parts[v.Partition] = p
 	}
-	p[v.ID] = it
+	it := &indexed{v: v, part: p, pos: len(p.items)}
+	it.el = x.order.PushBack(it)
+	x.byID[v.ID] = it
+	p.items = append(p.items, it)
+	p.flat = append(p.flat, v.V...)
 	for x.order.Len() > x.max {
 		x.removeLocked(x.order.Front().Value.(*indexed), reasonIndex)
 	}
@@ -199,11 +221,19 @@ func (x *index) Expire(now time.Time) {
 func (x *index) removeLocked(it *indexed, reason string) {
 	x.order.Remove(it.el)
 	delete(x.byID, it.v.ID)
-	if p := x.parts[it.v.Partition]; p != nil {
-		delete(p, it.v.ID)
-		if len(p) == 0 {
-			delete(x.parts, it.v.Partition)
-		}
+	// Swap the last vector of the partition into the hole.
+	p, d := it.part, x.dims
+	last := len(p.items) - 1
+	if it.pos != last {
+		moved := p.items[last]
+		p.items[it.pos] = moved
+		copy(p.flat[it.pos*d:(it.pos+1)*d], p.flat[last*d:(last+1)*d])
+		moved.pos = it.pos
+	}
+	p.items[last] = nil
+	p.items, p.flat = p.items[:last], p.flat[:last*d]
+	if last == 0 {
+		delete(x.parts, it.v.Partition)
 	}
 	if reason != "" {
 		x.m.evictions.WithLabelValues(CacheSemantic, reason).Inc()
