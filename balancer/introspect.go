@@ -117,7 +117,8 @@ func redactURL(u *url.URL) string {
 
 // RedactedConfig returns the active config with every secret replaced:
 // API keys and their digests, the admin token, the Redis password, replica
-// api_keys and URL credentials.
+// api_keys and URL credentials, the response cache's embeddings api_key,
+// URL credentials and Redis password.
 func (b *Balancer) RedactedConfig() Config {
 	c := *b.cur().cfg
 	c.Gateway = c.Gateway.Redacted()
@@ -132,6 +133,7 @@ func (b *Balancer) RedactedConfig() Config {
 		reps[i] = r
 	}
 	c.Replicas = reps
+	c.ResponseCache = c.ResponseCache.Redacted()
 	return c
 }
 

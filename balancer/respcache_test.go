@@ -1,6 +1,9 @@
 package balancer
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -54,5 +57,32 @@ func TestGatewayDocResponseCacheConfigs(t *testing.T) {
 		if !cfg.ResponseCache.On() {
 			t.Errorf("block %d turns no cache on", n)
 		}
+	}
+}
+
+// TestConfigRedactsCacheSecrets: GET /v1/config shows no secret of the
+// response cache.
+func TestConfigRedactsCacheSecrets(t *testing.T) {
+	cfg := testConfig("http://127.0.0.1:1")
+	rc := &cfg.ResponseCache
+	rc.Exact.Enabled = true
+	rc.Redis.Addr, rc.Redis.Password = "127.0.0.1:1", "redis-secret"
+	rc.Semantic.Embeddings.URL, rc.Semantic.Embeddings.APIKey = "http://user:url-secret@embedder:8000", "sk-embed-secret"
+	b, _ := newTestBalancer(t, cfg)
+	srv := httptest.NewServer(b.AdminHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/v1/config?format=yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, secret := range []string{"redis-secret", "url-secret", "sk-embed-secret"} {
+		if strings.Contains(string(body), secret) {
+			t.Errorf("/v1/config shows %q:\n%s", secret, body)
+		}
+	}
+	if !strings.Contains(string(body), "response_cache:") {
+		t.Errorf("/v1/config has no response_cache:\n%s", body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -94,6 +95,25 @@ func DefaultConfig() Config {
 		},
 		Redis: RedisConfig{KeyPrefix: "inferrail:rc:", Timeout: 100 * time.Millisecond, RescanInterval: 5 * time.Minute},
 	}
+}
+
+// Redacted returns c with its secrets replaced: the embeddings api_key and
+// URL credentials, the Redis password.
+func (c Config) Redacted() Config {
+	const r = "<redacted>"
+	e := &c.Semantic.Embeddings
+	if e.APIKey != "" {
+		e.APIKey = r
+	}
+	if u, err := url.Parse(e.URL); err == nil && u.User != nil {
+		u.User = url.UserPassword("redacted", "redacted")
+		e.URL = u.String()
+	}
+	if c.Redis.Password != "" {
+		c.Redis.Password = r
+	}
+	c.SampledModels = slices.Clone(c.SampledModels)
+	return c
 }
 
 // On reports whether some cache is enabled.
