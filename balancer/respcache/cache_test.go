@@ -47,6 +47,9 @@ func testConfig(url string) Config {
 	cfg.Semantic.MaxDistance = 0.3
 	cfg.Semantic.Embeddings.URL = url
 	cfg.Semantic.Embeddings.Model = "emb"
+	// A hang guard for a loaded machine, not the bound under test (the
+	// hang test sets its own).
+	cfg.Semantic.Embeddings.Timeout = 10 * time.Second
 	return cfg
 }
 
@@ -153,12 +156,12 @@ func TestCheckRejectsAnotherDimension(t *testing.T) {
 	cfg := testConfig(embedServer(t, 64, &calls).URL)
 	cfg.Semantic.Dimensions = 32
 	c := newTestCache(t, cfg)
-	err := c.Check(context.Background(), time.Second)
+	err := c.Check(context.Background(), 10*time.Second)
 	if err == nil || !strings.Contains(err.Error(), "has 64 dimensions but the semantic index holds 32") {
 		t.Fatalf("Check = %v", err)
 	}
 	cfg.Semantic.Dimensions = 64
-	if err := newTestCache(t, cfg).Check(context.Background(), time.Second); err != nil {
+	if err := newTestCache(t, cfg).Check(context.Background(), 10*time.Second); err != nil {
 		t.Errorf("Check with the right size: %v", err)
 	}
 }
@@ -190,7 +193,7 @@ func TestSharedThroughRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	var calls atomic.Int64
 	cfg := testConfig(embedServer(t, 64, &calls).URL)
-	cfg.Redis.Addr, cfg.Redis.Timeout, cfg.Redis.KeyPrefix = srv.Addr, time.Second, "test:"+t.Name()+":"
+	cfg.Redis.Addr, cfg.Redis.Timeout, cfg.Redis.KeyPrefix = srv.Addr, 10*time.Second, "test:"+t.Name()+":"
 	a, b := newTestCache(t, cfg), newTestCache(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

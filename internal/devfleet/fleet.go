@@ -250,10 +250,11 @@ func balancerYAML(cfg Config, i, port, admin, gport int, seed string) (string, e
 }
 
 // responseCacheYAML is the response_cache section of a dev balancer: both
-// caches in memory, embeddings from the simulator at embedURL.
+// caches in memory, embeddings from the simulator at embedURL (a loose
+// bound: a loaded laptop must not turn a dev hit into a miss).
 func responseCacheYAML(embedURL, model string) string {
 	return fmt.Sprintf("response_cache:\n  exact: {enabled: true}\n  semantic:\n    enabled: true\n    max_distance: 0.1\n"+
-		"    embeddings: {url: %q, model: %q}\n", embedURL, model)
+		"    embeddings: {url: %q, model: %q, timeout: 1s}\n", embedURL, model)
 }
 
 // sees reports nil once the balancer's gossip state shows every replica

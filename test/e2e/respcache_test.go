@@ -83,7 +83,7 @@ response_cache:
   semantic:
     enabled: true
     max_distance: 0.35
-    embeddings: {url: %s, model: e2e-model, timeout: 200ms}
+    embeddings: {url: %s, model: e2e-model, timeout: 5s} # a hang guard on a loaded machine
 %s`, simURL, embedURL, extra)
 }
 
@@ -224,7 +224,7 @@ func rcReplay(t *testing.T, bin string) {
 func rcShared(t *testing.T, bin string) {
 	redis := redistest.Start(t)
 	sim := gwStartSim(t, bin, "sim-rc-shared", "--zero-latency")
-	cfg := rcConfig(sim.url, sim.url, fmt.Sprintf("  redis: {addr: %s, timeout: 1s}\n", redis.Addr))
+	cfg := rcConfig(sim.url, sim.url, fmt.Sprintf("  redis: {addr: %s, timeout: 5s}\n", redis.Addr))
 	a := gwStartBalancer(t, bin, "bal-rc-a", cfg)
 	b := gwStartBalancer(t, bin, "bal-rc-b", cfg)
 
@@ -276,7 +276,9 @@ func rcEmbeddingsDown(t *testing.T, bin string) {
 	down := fmt.Sprintf("http://127.0.0.1:%d", scFreePort(t)) // nothing listens there
 	hung := gwStartSim(t, bin, "sim-rc-hung", "--zero-latency", "--faults", `[{"kind":"hang","path":"/v1/embeddings","duration":"1h"}]`)
 	for _, c := range []struct{ name, url, result string }{{"down", down, "error"}, {"hung", hung.url, "timeout"}} {
-		b := gwStartBalancer(t, bin, "bal-rc-"+c.name, rcConfig(sim.url, c.url, ""))
+		// The bound under test: short, so that the test is quick.
+		cfg := strings.Replace(rcConfig(sim.url, c.url, ""), "timeout: 5s", "timeout: 300ms", 1)
+		b := gwStartBalancer(t, bin, "bal-rc-"+c.name, cfg)
 		for i := range 3 {
 			// rcDo's client gives up at scGuard: a lookup waiting on the
 			// hung endpoint would fail here.
