@@ -25,6 +25,7 @@ import (
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/gateway"
 	"github.com/inferrail/inferrail/balancer/proxy"
+	"github.com/inferrail/inferrail/balancer/respcache"
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/buildinfo"
 	"github.com/inferrail/inferrail/internal/tokenize"
@@ -50,6 +51,7 @@ type Balancer struct {
 	now     func() time.Time
 	reg     prometheus.Registerer
 	gm      *gateway.Metrics
+	cache   *respcache.Cache // nil: response_cache off
 
 	// live is the reloadable state (models, gateway); Reload swaps it.
 	live       atomic.Pointer[live]
@@ -100,6 +102,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		MaxQueue: cfg.Tokenize.MaxQueue, MaxSize: cfg.Tokenize.MaxSize,
 	}, reg)
 	b.proxy = proxy.New(cfg.Timeouts.Upstream)
+	if b.cache, err = newResponseCache(cfg.ResponseCache, log, reg); err != nil {
+		return nil, err
+	}
 	var src fleet.MemberSource
 	if cfg.Gossip.Enabled {
 		gc, err := b.gossipConfig()
@@ -291,6 +296,9 @@ func (b *Balancer) Run(ctx context.Context) error {
 	if b.node != nil {
 		g.Go(func() error { return named("gossip", b.node.Run(nodeCtx)) })
 	}
+	if b.cache != nil {
+		g.Go(func() error { return named("response cache", b.cache.Run(fctx)) })
+	}
 	if es != nil {
 		g.Go(func() error { return named("epp server", es.grpc.Serve(es.ln)) })
 		g.Go(func() error { return named("epp health", es.svc.Run(gctx)) })
@@ -311,6 +319,9 @@ func (b *Balancer) Run(ctx context.Context) error {
 		_ = admin.Shutdown(sctx)
 		b.proxy.Close()
 		_ = b.cur().lim.Close()
+		if b.cache != nil {
+			_ = b.cache.Close()
+		}
 		if err != nil {
 			b.log.Warn("drain did not finish", "err", err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/gateway"
 	"github.com/inferrail/inferrail/balancer/proxy"
+	"github.com/inferrail/inferrail/balancer/respcache"
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/kvblock"
@@ -56,6 +57,9 @@ type Config struct {
 	// DecisionLog samples routing decisions into a JSON-lines file and the
 	// ring behind GET /debug/decisions and the web UI.
 	DecisionLog decisionlog.Config `yaml:"decision_log"`
+	// ResponseCache holds the exact and semantic response caches
+	// (docs/gateway.md#response-caches).
+	ResponseCache respcache.Config `yaml:"response_cache"`
 }
 
 // ModelConfig is one model.
@@ -325,7 +329,8 @@ func DefaultConfig() Config {
 		Gateway:  gateway.DefaultConfig(),
 		EPP:      EPPConfig{Endpoint: EPPEndpointData, Fallbacks: 2, BodyMode: EPPBodyFullDuplex},
 
-		DecisionLog: decisionlog.DefaultConfig(),
+		DecisionLog:   decisionlog.DefaultConfig(),
+		ResponseCache: respcache.DefaultConfig(),
 	}
 }
 
@@ -519,6 +524,7 @@ func (c *Config) Validate() error {
 		bad("epp.body_mode must be %s or %s, got %q", EPPBodyFullDuplex, EPPBodyBuffered, e.BodyMode)
 	}
 	errs = append(errs, prefixed("", c.DecisionLog.Validate("decision_log"))...)
+	errs = append(errs, prefixed("", c.ResponseCache.Validate("response_cache."))...)
 	return errors.Join(errs...)
 }
 

@@ -162,6 +162,16 @@ func TestBadConfigsReportEveryProblem(t *testing.T) {
 		{"bad-discovery-keys.yaml", []string{
 			"line 7: discovery.dns[0].refresh: unknown key",
 		}},
+		{"bad-response-cache.yaml", []string{
+			"response_cache.ttl must be > 0, got 0s",
+			"response_cache.max_entry_bytes must be in [1, max_bytes], got 0",
+			"response_cache.semantic.max_distance must be a cosine distance in [0, 2] (0: identical, smaller is stricter; it is not a similarity), got 2.5",
+			"response_cache.semantic.dimensions must be in [0, 65536] (0: the first embedding's), got -3",
+			`response_cache.semantic.embeddings.url must be an http:// or https:// URL, got "embedder:8000"`,
+			"response_cache.semantic.embeddings.model must not be empty",
+			"response_cache.semantic.embeddings.timeout must be > 0, got 0s",
+			`response_cache.redis.addr must be host:port, got "redis"`,
+		}},
 		{"bad-types.yaml", []string{
 			"line 1: cannot unmarshal !!str `lots`",
 			"line 3: cannot unmarshal !!str `soon`",
@@ -218,7 +228,7 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Models, cfg.Replicas, cfg.Gossip.Join = nil, nil, nil
-	cfg.Gateway.Auth.Keys, cfg.Gateway.CORS.AllowedOrigins = nil, nil
+	cfg.Gateway.Auth.Keys, cfg.Gateway.CORS.AllowedOrigins, cfg.ResponseCache.SampledModels = nil, nil, nil
 	dns := cfg.Discovery.DNS
 	cfg.Discovery.DNS = nil
 	if diff := cmp.Diff(DefaultConfig(), cfg); diff != "" {

@@ -111,7 +111,7 @@ func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
 	}
 	mw := adm.Meter(w) // rate-limit headers; completion tokens counted (gate.go)
 	defer func() { adm.Charge(r.Context(), mw.Completion()) }()
-	b.attempts(mw, r, &rq, sc)
+	b.serveCached(mw, r, &rq, sc) // the response cache, else b.attempts (respcache.go)
 }
 
 // prepare parses body once, resolves its model and tokenizes and hashes its

@@ -27,6 +27,7 @@ func (b *Balancer) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /docs/{file...}", b.serveDocs)
 	mux.HandleFunc("GET /debug/decisions", b.serveDecisions)
 	mux.HandleFunc("POST /v1/explain", b.serveExplain)
+	mux.HandleFunc("POST /admin/cache/purge", b.servePurge)
 }
 
 // serveReload re-reads the config file (POST /admin/reload): 200 with the
@@ -126,7 +127,8 @@ func redactURL(u *url.URL) string {
 
 // RedactedConfig returns the active config with every secret replaced:
 // API keys and their digests, the admin token, the Redis password, replica
-// api_keys and URL credentials.
+// api_keys and URL credentials, the response cache's embeddings api_key,
+// URL credentials and Redis password.
 func (b *Balancer) RedactedConfig() Config {
 	c := *b.cur().cfg
 	c.Gateway = c.Gateway.Redacted()
@@ -141,6 +143,7 @@ func (b *Balancer) RedactedConfig() Config {
 		reps[i] = r
 	}
 	c.Replicas = reps
+	c.ResponseCache = c.ResponseCache.Redacted()
 	return c
 }
 

@@ -100,6 +100,7 @@ var restartOnly = []struct {
 	{"retry", func(c *Config) any { return c.Retry }},
 	{"timeouts", func(c *Config) any { return c.Timeouts }},
 	{"tokenize", func(c *Config) any { return c.Tokenize }},
+	{"response_cache", func(c *Config) any { return c.ResponseCache }},
 }
 
 // ReloadResult says what a reload did.

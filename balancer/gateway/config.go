@@ -44,6 +44,9 @@ type KeyConfig struct {
 	Models []string `yaml:"models"`
 	// Limits overrides rate_limits.default for this key.
 	Limits *Limits `yaml:"limits"`
+	// CacheGroup names the response-cache scope the key shares with the
+	// other keys of the group ("": the key's own scope).
+	CacheGroup string `yaml:"cache_group"`
 }
 
 // Limits are one client's rate limits. Zero turns a limit off.

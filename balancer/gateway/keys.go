@@ -24,6 +24,9 @@ type Key struct {
 	models map[string]bool
 	// Limits are the key's limits (its own or rate_limits.default).
 	Limits Limits
+	// CacheScope is the key's response-cache tenant: "group:" and its
+	// cache_group, else "key:" and its name.
+	CacheScope string
 }
 
 // Allows reports whether the key may use the model whose canonical name is
@@ -83,7 +86,10 @@ func NewKeyring(cfgs []KeyConfig, def Limits, resolve Resolver) (*Keyring, error
 			return nil, fmt.Errorf("key name %q is used twice (auth.keys and auth.keys_file)", c.Name)
 		}
 		names[c.Name] = true
-		k := &Key{Name: c.Name, Limits: def, models: map[string]bool{}}
+		k := &Key{Name: c.Name, Limits: def, models: map[string]bool{}, CacheScope: "key:" + c.Name}
+		if c.CacheGroup != "" {
+			k.CacheScope = "group:" + c.CacheGroup
+		}
 		if c.Limits != nil {
 			k.Limits = *c.Limits
 		}

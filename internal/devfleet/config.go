@@ -69,6 +69,10 @@ type Config struct {
 	// exact-state fleet needs it only for the few milliseconds its state
 	// takes to arrive and for prefills still running (docs/dev-fleet.md).
 	OverlayTTL time.Duration
+	// ResponseCache turns on the balancers' exact and semantic response
+	// caches (docs/gateway.md#response-caches), embedding with the first
+	// simulator's /v1/embeddings, so the whole fleet works offline.
+	ResponseCache bool
 	// LogDir receives one log file per process (default: a temporary
 	// directory, removed on Stop unless KeepLogs).
 	LogDir string

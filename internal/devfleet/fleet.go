@@ -193,6 +193,9 @@ func (f *Fleet) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if cfg.ResponseCache && len(f.Replicas) > 0 {
+			doc += responseCacheYAML(f.Replicas[0].EngineURL, cfg.Model)
+		}
 		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 			return fmt.Errorf("write balancer config: %w", err)
 		}
@@ -248,6 +251,14 @@ func balancerYAML(cfg Config, i, port, admin, gport int, seed string) (string, e
 	}
 	fmt.Fprintf(&sb, "routing:\n  default_policy: %s\n  seed: %d\n", cfg.Policy, cfg.Seed)
 	return sb.String(), nil
+}
+
+// responseCacheYAML is the response_cache section of a dev balancer: both
+// caches in memory, embeddings from the simulator at embedURL (a loose
+// bound: a loaded laptop must not turn a dev hit into a miss).
+func responseCacheYAML(embedURL, model string) string {
+	return fmt.Sprintf("response_cache:\n  exact: {enabled: true}\n  semantic:\n    enabled: true\n    max_distance: 0.1\n"+
+		"    embeddings: {url: %q, model: %q, timeout: 1s}\n", embedURL, model)
 }
 
 // sees reports nil once the balancer's gossip state shows every replica

@@ -98,6 +98,7 @@ func newFrontEnd(cfg Config, log *slog.Logger, tok promptTokenizer, ranks []*ran
 	s.routes = map[string]map[string]http.HandlerFunc{
 		"/v1/chat/completions":      {http.MethodPost: s.handleChat},
 		"/v1/completions":           {http.MethodPost: s.handleCompletions},
+		"/v1/embeddings":            {http.MethodPost: s.handleEmbeddings},
 		"/v1/models":                {http.MethodGet: s.handleModels},
 		"/health":                   {http.MethodGet: s.handleHealth},
 		"/ping":                     {http.MethodGet: s.handleHealth, http.MethodPost: s.handleHealth},
