@@ -74,7 +74,7 @@ func TestLoadConfigFileBad(t *testing.T) {
 		{"two documents", "testdata/bad-two-docs.yaml", true, []string{"more than one document"}},
 		{"bad values", "testdata/bad-values.yaml", false, []string{
 			`engine_url must be an http:// or https:// URL with a host, got "ftp://x"`,
-			`engine must be auto, vllm or sglang, got "tgi"`,
+			`engine must be auto, vllm, sglang or llamacpp, got "tgi"`,
 			`block_size must be in 1..65536, got "0"`,
 			`listen must be host:port, got "nowhere"`,
 			`kv_events.endpoint must be tcp://host:port, got "ipc:///tmp/kv"`,

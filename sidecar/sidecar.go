@@ -45,6 +45,7 @@ type Sidecar struct {
 	scraper   *scraper
 	feed      *summaryFeed
 	approx    *approxSet
+	llamacpp  *llamacppReader
 	ctl       *controller
 	exact     exactSource // nil when events are disabled
 	gossip    gossipNode  // nil only in tests
@@ -130,7 +131,8 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 		return nil, err
 	}
 	insp := &promptInspector{tok: tok, model: s.currentModel, lora: s.loraOf, blockSize: func() int { return int(s.blockSize.Load()) }}
-	s.proxy = newProxy(u, cfg.Proxy, s.transport, insp, s.approx, log.With("component", "proxy"), s.m)
+	retry := newStaleConnRetry(s.transport, newFreshTransport(cfg.Proxy), s.m.engineRetries.Inc)
+	s.proxy = newProxy(u, cfg.Proxy, retry, insp, s.approx, log.With("component", "proxy"), s.m)
 	proxyCounts = s.proxy.counts.Counts
 	s.proxy.cachedTokens = s.cachedTokens
 	s.proxy.engineLoad = s.engineLoad
@@ -141,12 +143,16 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 		parser.tables = []engine.MetricNames{vllmNames()}
 	case EngineSGLang:
 		parser.tables = []engine.MetricNames{sglangNames()}
+	case EngineLlamaCpp:
+		parser.tables = []engine.MetricNames{llamacppNames()}
 	default:
-		parser.tables = []engine.MetricNames{vllmNames(), sglangNames()}
+		parser.tables = []engine.MetricNames{vllmNames(), sglangNames(), llamacppNames()}
 	}
 	client := &http.Client{Transport: s.transport}
 	metricsURL := u.JoinPath(cfg.Scrape.Path).String()
 	s.scraper = newScraper(cfg.Scrape, httpPageFetcher(client, metricsURL), parser.parse, s.onScrape, log.With("component", "scrape"), s.m)
+	s.llamacpp = newLlamaCppReader(client, u, cfg.Scrape.MaxBytes, s.blockSizeNow, log.With("component", "llamacpp"))
+	s.scraper.complete = s.llamacpp.complete
 	return s, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/buildinfo"
 	"github.com/inferrail/inferrail/sidecar/engine"
+	"github.com/inferrail/inferrail/sidecar/engine/llamacpp"
 	"github.com/inferrail/inferrail/sidecar/engine/sglang"
 	"github.com/inferrail/inferrail/sidecar/engine/vllm"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,9 @@ import (
 
 func vllmNames() engine.MetricNames   { return vllm.Adapter{}.MetricNames() }
 func sglangNames() engine.MetricNames { return sglang.Adapter{}.MetricNames() }
+func llamacppNames() engine.MetricNames {
+	return llamacpp.Adapter{}.MetricNames()
+}
 
 // gossipAdapter puts a gossip.Node behind the gossipNode interface and keeps
 // its metadata current as the sidecar learns about its engine.
