@@ -210,7 +210,7 @@ func lcRecord(t *testing.T, s *lcServer, path, file string) {
 // lcLongPrompt is about 3,600 tokens of text unique to tag.
 func lcLongPrompt(tag string) string {
 	var b strings.Builder
-	for i := range 180 {
+	for i := range 280 {
 		fmt.Fprintf(&b, "Paragraph %d of document %s explains one more detail of caching. ", i, tag)
 	}
 	return b.String()
@@ -229,6 +229,7 @@ func TestLlamaCpp(t *testing.T) {
 	lcRecord(t, f.servers[0], "/props", "props.json")
 	lcRecord(t, f.servers[0], "/slots", "slots-idle.json")
 	lcRecord(t, f.servers[0], "/metrics", "metrics-idle.txt")
+	lcRecord(t, f.servers[0], "/v1/models", "models.json")
 
 	t.Run("SidecarReadsTheEngine", func(t *testing.T) { lcSidecarLoad(t, f) })
 	t.Run("ModelValidation", func(t *testing.T) { lcModelValidation(t, f) })
