@@ -173,9 +173,6 @@ type lcSlot struct {
 	ID           int  `json:"id"`
 	IsProcessing bool `json:"is_processing"`
 	IDTask       int  `json:"id_task"`
-	NextToken    []struct {
-		NDecoded int `json:"n_decoded"`
-	} `json:"next_token"`
 }
 
 func (s *lcServer) slots() ([]lcSlot, error) {
@@ -378,7 +375,10 @@ func lcStreaming(t *testing.T, f *lcFleet) {
 }
 
 // lcCancel: a client that leaves a long stream stops the generation in the
-// engine: its slot goes idle having decoded far fewer tokens than asked.
+// engine. llamacpp:n_decode_total counts the server's llama_decode() calls,
+// one per generated token here: the slot goes idle having decoded far fewer
+// than max_tokens, and a short request sent to the server afterwards adds
+// only its own few decodes (a generation still running would add more).
 func lcCancel(t *testing.T, f *lcFleet) {
 	const maxTokens = 6000
 	ctx, cancel := context.WithCancel(context.Background())
@@ -387,6 +387,10 @@ func lcCancel(t *testing.T, f *lcFleet) {
 		time.Now().UnixNano(), maxTokens)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, f.bal.url+"/v1/completions", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	decodes := map[string]float64{}
+	for _, s := range f.servers {
+		decodes[s.url] = s.metric(t, "llamacpp:n_decode_total")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -423,30 +427,53 @@ func lcCancel(t *testing.T, f *lcFleet) {
 	lcRecord(t, srv, "/metrics", "metrics-busy.txt")
 	cancel()
 	resp.Body.Close()
-	var decoded int
 	scWait(t, "the slot to stop", func() error {
 		slots, err := srv.slots()
 		if err != nil {
 			return err
 		}
 		for _, s := range slots {
-			if s.ID != busy.ID {
-				continue
-			}
-			if s.IsProcessing || s.IDTask != busy.IDTask {
+			if s.ID == busy.ID && s.IsProcessing {
 				return fmt.Errorf("slot %d still processing task %d", s.ID, s.IDTask)
 			}
-			if len(s.NextToken) > 0 {
-				decoded = s.NextToken[0].NDecoded
-			}
-			return nil
 		}
-		return fmt.Errorf("slot %d missing", busy.ID)
+		return nil
 	})
-	t.Logf("slot %d stopped after %d of %d tokens", busy.ID, decoded, maxTokens)
-	if decoded >= maxTokens {
-		t.Fatalf("the engine decoded all %d tokens: the abort did not stop it", decoded)
+	stopped := srv.metric(t, "llamacpp:n_decode_total")
+	r := btComplete(srv.url, "after the abort", 2)
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
+	after := srv.metric(t, "llamacpp:n_decode_total")
+	t.Logf("slot %d stopped after %v decodes (max_tokens %d); a 2-token request then added %v",
+		busy.ID, stopped-decodes[srv.url], maxTokens, after-stopped)
+	if stopped-decodes[srv.url] >= maxTokens {
+		t.Errorf("the engine decoded %v times for the aborted stream: the abort did not stop it", stopped-decodes[srv.url])
+	}
+	if after-stopped > 3 {
+		t.Errorf("a 2-token request added %v decodes: the aborted generation still runs", after-stopped)
+	}
+}
+
+// metric returns the value of a llama-server metric (0 when absent).
+func (s *lcServer) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", name, line, err)
+			}
+			return f
+		}
+	}
+	return 0
 }
 
 // lcKeepAlive: llama-server ends a keep-alive connection after 100 requests
@@ -510,6 +537,7 @@ func lcSDK(t *testing.T, root string, f *lcFleet) {
 		"INFERRAIL_MODEL=e2e-model",
 		"INFERRAIL_REPLICAS=replica-0,replica-1,replica-2",
 		"INFERRAIL_SDK_DIR="+filepath.Join(root, sdkDir),
+		"INFERRAIL_ENGINE=llamacpp",
 	)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
