@@ -85,7 +85,7 @@ func TestCapacityAndUsage(t *testing.T) {
 	slots := []Slot{
 		{ID: 0, NCtx: 1000, Processing: true, PromptTokens: 300, Decoded: 100},
 		{ID: 1, NCtx: 1000, Processing: true, PromptTokens: 990, Decoded: 50}, // capped at its context
-		{ID: 2, NCtx: 1000, PromptTokens: 800},                              // idle: kept for reuse, not used
+		{ID: 2, NCtx: 1000, PromptTokens: 800},                                // idle: kept for reuse, not used
 		{ID: 3, NCtx: 1000},
 	}
 	if got := CapacityTokens(props, slots); got != 8000 {
