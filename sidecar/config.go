@@ -218,6 +218,9 @@ func (c Config) Validate() error {
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout", c.ShutdownTimeout, "must be > 0")
 	}
+	if c.Engine == EngineLlamaCpp && c.KVEvents.Endpoint != "" {
+		bad("kv_events.endpoint", c.KVEvents.Endpoint, "must be empty with engine llamacpp (llama.cpp publishes no KV events)")
+	}
 	if c.KVEvents.Endpoint != "" && !isTCPEndpoint(c.KVEvents.Endpoint) {
 		bad("kv_events.endpoint", c.KVEvents.Endpoint, "must be tcp://host:port")
 	}

@@ -201,3 +201,19 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("example differs from the defaults beyond its marked examples (-want +got):\n%s", diff)
 	}
 }
+
+// TestLlamaCppTakesNoEventsEndpoint: llama.cpp publishes no KV events, so an
+// events endpoint with --engine llamacpp is a mistake reported by path.
+func TestLlamaCppTakesNoEventsEndpoint(t *testing.T) {
+	c := DefaultConfig()
+	c.Engine = EngineLlamaCpp
+	if err := c.Validate(); err != nil {
+		t.Fatalf("engine llamacpp without events: %v", err)
+	}
+	c.KVEvents.Endpoint = "tcp://127.0.0.1:5557"
+	err := c.Validate()
+	want := `kv_events.endpoint must be empty with engine llamacpp (llama.cpp publishes no KV events), got "tcp://127.0.0.1:5557"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Validate = %v, want %q", err, want)
+	}
+}
