@@ -1,87 +1,18 @@
 package sidecar
 
 import (
-	"bufio"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/inferrail/inferrail/internal/staleconn/staleconntest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
-
-// closingEngine is an HTTP/1.1 server that, like llama.cpp's when its idle
-// timeout fires just as a request is written, reads the dropAt-th request of
-// its first connection and closes the connection without a byte of answer.
-// Every other request gets a 200 with the request's body echoed.
-type closingEngine struct {
-	ln     net.Listener
-	dropAt int
-
-	mu       sync.Mutex
-	conns    int
-	requests []string // "conn/n body" of every request read
-}
-
-func startClosingEngine(t *testing.T, dropAt int) *closingEngine {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &closingEngine{ln: ln, dropAt: dropAt}
-	t.Cleanup(func() { ln.Close() })
-	go e.serve()
-	return e
-}
-
-func (e *closingEngine) url() string { return "http://" + e.ln.Addr().String() }
-
-func (e *closingEngine) serve() {
-	for {
-		c, err := e.ln.Accept()
-		if err != nil {
-			return
-		}
-		e.mu.Lock()
-		e.conns++
-		id := e.conns
-		e.mu.Unlock()
-		go e.handle(c, id)
-	}
-}
-
-func (e *closingEngine) handle(c net.Conn, id int) {
-	defer c.Close()
-	br := bufio.NewReader(c)
-	for n := 1; ; n++ {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		body, _ := io.ReadAll(req.Body)
-		e.mu.Lock()
-		e.requests = append(e.requests, fmt.Sprintf("%d/%d %s", id, n, body))
-		e.mu.Unlock()
-		if id == 1 && n == e.dropAt {
-			return // closed before any response byte
-		}
-		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	}
-}
-
-func (e *closingEngine) seen() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string(nil), e.requests...)
-}
 
 // retryProxy starts the data path with the sidecar's engine transports in
 // front of target.
@@ -118,8 +49,8 @@ func postCompletion(t *testing.T, srv *httptest.Server, body string) (int, strin
 // second without answering. The client still gets the second answer: the
 // request went again, whole, on a fresh connection, and was counted.
 func TestDataPathRetriesAClosedKeepAliveConnection(t *testing.T) {
-	e := startClosingEngine(t, 2)
-	srv, m := retryProxy(t, e.url())
+	e := staleconntest.Start(t, 2)
+	srv, m := retryProxy(t, e.URL())
 	first, second := `{"model":"m","prompt":"one"}`, `{"model":"m","prompt":"two"}`
 	if code, body := postCompletion(t, srv, first); code != http.StatusOK || body != first {
 		t.Fatalf("first request: %d %q", code, body)
@@ -128,7 +59,7 @@ func TestDataPathRetriesAClosedKeepAliveConnection(t *testing.T) {
 		t.Fatalf("second request: %d %q, want 200 with the echoed body", code, body)
 	}
 	want := []string{"1/1 " + first, "1/2 " + second, "2/1 " + second}
-	if got := e.seen(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+	if got := e.Seen(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("engine saw %q, want %q", got, want)
 	}
 	if n := testutil.ToFloat64(m.engineRetries); n != 1 {
@@ -140,13 +71,13 @@ func TestDataPathRetriesAClosedKeepAliveConnection(t *testing.T) {
 // connection without answering is failing, not recycling connections: the
 // client gets the data path's 502 and the request is not sent twice.
 func TestDataPathDoesNotRetryAFreshConnection(t *testing.T) {
-	e := startClosingEngine(t, 1)
-	srv, m := retryProxy(t, e.url())
+	e := staleconntest.Start(t, 1)
+	srv, m := retryProxy(t, e.URL())
 	code, body := postCompletion(t, srv, `{"model":"m","prompt":"one"}`)
 	if code != http.StatusBadGateway || !strings.Contains(body, `"type":"BadGateway"`) {
 		t.Fatalf("got %d %s, want an OpenAI-shaped 502", code, body)
 	}
-	if got := e.seen(); len(got) != 1 {
+	if got := e.Seen(); len(got) != 1 {
 		t.Fatalf("engine saw %q, want the request once", got)
 	}
 	if n := testutil.ToFloat64(m.engineRetries); n != 0 {
@@ -158,8 +89,8 @@ func TestDataPathDoesNotRetryAFreshConnection(t *testing.T) {
 // streamed to the engine and cannot be sent twice, so a pooled connection
 // that closes under it fails the request (502) instead.
 func TestDataPathDoesNotRetryAStreamedBody(t *testing.T) {
-	e := startClosingEngine(t, 2)
-	u, _ := url.Parse(e.url())
+	e := staleconntest.Start(t, 2)
+	u, _ := url.Parse(e.URL())
 	m := newMetrics(prometheus.NewRegistry(), nil)
 	cfg := DefaultConfig().Proxy
 	cfg.MaxInspectBytes = 8
@@ -175,7 +106,7 @@ func TestDataPathDoesNotRetryAStreamedBody(t *testing.T) {
 	if code, _ := postCompletion(t, srv, `{"model":"m","prompt":"a prompt too long to inspect"}`); code != http.StatusBadGateway {
 		t.Fatalf("second request: %d, want 502", code)
 	}
-	if got := e.seen(); len(got) != 2 {
+	if got := e.Seen(); len(got) != 2 {
 		t.Fatalf("engine saw %q, want 2 requests (no retry)", got)
 	}
 }
