@@ -67,6 +67,9 @@ func TestNoRetry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Read to EOF: the transport puts the connection back in its pool
+		// before the reader sees EOF, so the next request reuses it.
+		_, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		// io.MultiReader hides the body's type: no GetBody is set.
 		if _, err := post(t, rt, context.Background(), srv.URL(), io.MultiReader(strings.NewReader("two"))); err == nil {
