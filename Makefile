@@ -9,7 +9,7 @@ BIN       := bin/inferrail
 PKGS      := ./...
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build test check fmt vet staticcheck race demo fixtures bench bench-go fuzz image ui-screenshots clean
+.PHONY: all build test check fmt vet staticcheck race demo fixtures bench bench-go fuzz image ui-screenshots e2e-llamacpp clean
 
 all: build
 
@@ -49,6 +49,16 @@ fixtures:
 	@scripts/sdk-deps.sh
 	@scripts/redis.sh
 	@scripts/chromium.sh
+
+# make e2e-llamacpp: the end-to-end test against real llama.cpp servers. It
+# builds llama-server once from the source the npm package node-llama-cpp
+# ships (scripts/llamacpp.sh; cached in ~/.cache/inferrail/llamacpp, 15
+# minutes or more on two cores the first time), writes a tiny random-weight
+# GGUF model, and runs three servers with sidecars behind a balancer
+# (test/e2e/llamacpp_test.go, build tag llamacpp). Not part of make test.
+e2e-llamacpp: fixtures
+	scripts/llamacpp.sh >/dev/null
+	$(GO) test -tags llamacpp -count=1 -timeout 30m -run 'TestLlamaCpp' -v ./test/e2e/
 
 # The quick start: build, start a local fleet, send it traffic.
 demo: build

@@ -30,7 +30,7 @@ type Meta struct {
 	// first (the base model): their prefixes are hashed with the base
 	// model and the adapter (kvblock.NewSeed).
 	Adapters int `json:"adapters,omitempty"`
-	// Engine kind behind a sidecar: vllm, sglang, sim.
+	// Engine kind behind a sidecar: vllm, sglang, llamacpp, sim.
 	Engine string `json:"engine,omitempty"`
 	// BlockSize is the engine's KV block size in tokens.
 	BlockSize uint32 `json:"block_size,omitempty"`

@@ -15,9 +15,10 @@ import (
 
 // Engine kinds accepted by Config.Engine.
 const (
-	EngineAuto   = "auto"
-	EngineVLLM   = "vllm"
-	EngineSGLang = "sglang"
+	EngineAuto     = "auto"
+	EngineVLLM     = "vllm"
+	EngineSGLang   = "sglang"
+	EngineLlamaCpp = "llamacpp"
 )
 
 // TokenizerSim names the builtin:sim tokenizer (internal/tokenize/simtok).
@@ -29,8 +30,8 @@ const TokenizerSim = "builtin:sim"
 type Config struct {
 	// EngineURL is the engine's base URL (http://127.0.0.1:8000).
 	EngineURL string `yaml:"engine_url"`
-	// Engine is the engine kind: auto (detected from the metrics page), vllm
-	// or sglang.
+	// Engine is the engine kind: auto (detected from the metrics page), vllm,
+	// sglang or llamacpp (llama.cpp's llama-server, started with --metrics).
 	Engine string `yaml:"engine"`
 	// Model is the served model name that seeds the block-hash chain. Empty
 	// means ask the engine (GET /v1/models, first model).
@@ -195,9 +196,9 @@ func (c Config) Validate() error {
 		bad("engine_url", c.EngineURL, "must be an http:// or https:// URL with a host")
 	}
 	switch c.Engine {
-	case EngineAuto, EngineVLLM, EngineSGLang:
+	case EngineAuto, EngineVLLM, EngineSGLang, EngineLlamaCpp:
 	default:
-		bad("engine", c.Engine, "must be auto, vllm or sglang")
+		bad("engine", c.Engine, "must be auto, vllm, sglang or llamacpp")
 	}
 	if t := c.Tokenizer; strings.HasPrefix(t, "builtin:") && t != TokenizerSim {
 		bad("tokenizer", t, `must be "", builtin:sim or a model directory`)
@@ -216,6 +217,9 @@ func (c Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		bad("shutdown_timeout", c.ShutdownTimeout, "must be > 0")
+	}
+	if c.Engine == EngineLlamaCpp && c.KVEvents.Endpoint != "" {
+		bad("kv_events.endpoint", c.KVEvents.Endpoint, "must be empty with engine llamacpp (llama.cpp publishes no KV events)")
 	}
 	if c.KVEvents.Endpoint != "" && !isTCPEndpoint(c.KVEvents.Endpoint) {
 		bad("kv_events.endpoint", c.KVEvents.Endpoint, "must be tcp://host:port")

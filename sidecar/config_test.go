@@ -74,7 +74,7 @@ func TestLoadConfigFileBad(t *testing.T) {
 		{"two documents", "testdata/bad-two-docs.yaml", true, []string{"more than one document"}},
 		{"bad values", "testdata/bad-values.yaml", false, []string{
 			`engine_url must be an http:// or https:// URL with a host, got "ftp://x"`,
-			`engine must be auto, vllm or sglang, got "tgi"`,
+			`engine must be auto, vllm, sglang or llamacpp, got "tgi"`,
 			`block_size must be in 1..65536, got "0"`,
 			`listen must be host:port, got "nowhere"`,
 			`kv_events.endpoint must be tcp://host:port, got "ipc:///tmp/kv"`,
@@ -199,5 +199,21 @@ func TestExampleConfig(t *testing.T) {
 	want.Gossip.Join = []string{"inferrail-balancer-0.inferrail-balancer:7946"}
 	if diff := cmp.Diff(want, cfg); diff != "" {
 		t.Errorf("example differs from the defaults beyond its marked examples (-want +got):\n%s", diff)
+	}
+}
+
+// TestLlamaCppTakesNoEventsEndpoint: llama.cpp publishes no KV events, so an
+// events endpoint with --engine llamacpp is a mistake reported by path.
+func TestLlamaCppTakesNoEventsEndpoint(t *testing.T) {
+	c := DefaultConfig()
+	c.Engine = EngineLlamaCpp
+	if err := c.Validate(); err != nil {
+		t.Fatalf("engine llamacpp without events: %v", err)
+	}
+	c.KVEvents.Endpoint = "tcp://127.0.0.1:5557"
+	err := c.Validate()
+	want := `kv_events.endpoint must be empty with engine llamacpp (llama.cpp publishes no KV events), got "tcp://127.0.0.1:5557"`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Validate = %v, want %q", err, want)
 	}
 }

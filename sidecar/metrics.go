@@ -17,6 +17,7 @@ type metrics struct {
 	engineRestarts prometheus.Counter
 
 	proxyRequests      *prometheus.CounterVec
+	engineRetries      prometheus.Counter
 	promptsUntokenized *prometheus.CounterVec
 
 	eventBatches prometheus.Counter
@@ -58,6 +59,8 @@ func newMetrics(reg prometheus.Registerer, dataPath func() DataPathCounts) *metr
 			Help: "Engine restarts noticed from its cumulative token counters going back."}),
 		proxyRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "proxy_requests_total",
 			Help: "Data-path requests by outcome: the engine's status class, upstream_error, client_gone or client_error."}, []string{"outcome"}),
+		engineRetries: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "engine_retries_total",
+			Help: "Requests sent again on a fresh connection because the pooled keep-alive connection to the engine closed before any response byte."}),
 		promptsUntokenized: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "prompts_untokenized_total",
 			Help: "Data-path prompts the sidecar could not tokenize or hash, by reason (no_tokenizer, model_unknown, unparsed, too_large)."}, []string{"reason"}),
 		eventBatches: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "event_batches_total",
@@ -84,7 +87,7 @@ func newMetrics(reg prometheus.Registerer, dataPath func() DataPathCounts) *metr
 			Help: "1 when the summary is built from a complete exact block set, 0 while it is approximate or being rebuilt."}),
 	}
 	reg.MustRegister(m.scrapes, m.scrapeSeconds, m.loadReadable, m.engineRunning, m.engineWaiting, m.engineKVUsage,
-		m.engineCapacity, m.engineRestarts, m.proxyRequests, m.promptsUntokenized, m.eventBatches, m.eventGaps, m.eventReplays,
+		m.engineCapacity, m.engineRestarts, m.proxyRequests, m.engineRetries, m.promptsUntokenized, m.eventBatches, m.eventGaps, m.eventReplays,
 		m.eventsMode, m.blocksHeld, m.approxEvictions, m.summaryBytes, m.summaryEpoch, m.summarySeq,
 		m.summaryRebuilds, m.summaryComplete)
 	if dataPath != nil {

@@ -218,6 +218,7 @@ func (p *proxy) readPrompt(r *http.Request, st *reqState, chat bool) (int, error
 		return 0, nil
 	}
 	r.Body = io.NopCloser(bytes.NewReader(head))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(head)), nil }
 	r.ContentLength = int64(len(head))
 	info, ok := p.inspect.inspect(head, chat)
 	switch {

@@ -53,6 +53,9 @@ type scraper struct {
 	readable atomic.Bool
 	// firstDelay picks the jittered first delay (tests pin it).
 	firstDelay func(time.Duration) time.Duration
+	// complete, when set, adds what the metrics page lacks to a readable
+	// load (llama.cpp's capacity and usage from /props and /slots).
+	complete func(context.Context, engine.Load) engine.Load
 }
 
 func newScraper(cfg ScrapeConfig, fetch pageFetcher, parse pageParser, onSample func(engine.Load, error), log *slog.Logger, m *metrics) *scraper {
@@ -124,7 +127,11 @@ func (s *scraper) read(ctx context.Context) (engine.Load, error) {
 		return engine.Load{}, err
 	}
 	defer body.Close()
-	return s.parse(body, s.cfg.MaxBytes)
+	l, err := s.parse(body, s.cfg.MaxBytes)
+	if err != nil || s.complete == nil {
+		return l, err
+	}
+	return s.complete(ctx, l), nil
 }
 
 // httpPageFetcher returns a fetcher that GETs url with client and accepts

@@ -15,6 +15,7 @@ import (
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/sidecar/engine"
+	"github.com/inferrail/inferrail/sidecar/engine/llamacpp"
 	"github.com/inferrail/inferrail/sidecar/engine/sglang"
 	"github.com/inferrail/inferrail/sidecar/engine/vllm"
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +48,7 @@ type Sidecar struct {
 	scraper   *scraper
 	feed      *summaryFeed
 	approx    *approxSet
+	llamacpp  *llamacppReader
 	ctl       *controller
 	exact     exactSource // nil when events are disabled
 	gossip    gossipNode  // nil only in tests
@@ -142,7 +144,8 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 		return nil, err
 	}
 	insp := &promptInspector{tok: tok, model: s.currentModel, lora: s.loraOf, blockSize: func() int { return int(s.blockSize.Load()) }}
-	s.proxy = newProxy(u, cfg.Proxy, s.transport, insp, s.approx, log.With("component", "proxy"), s.m)
+	retry := newStaleConnRetry(s.transport, newFreshTransport(cfg.Proxy), s.m.engineRetries.Inc)
+	s.proxy = newProxy(u, cfg.Proxy, retry, insp, s.approx, log.With("component", "proxy"), s.m)
 	proxyCounts = s.proxy.counts.Counts
 	s.proxy.cachedTokens = s.cachedTokens
 	s.proxy.engineLoad = s.engineLoad
@@ -153,12 +156,16 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 		parser.tables = []engine.MetricNames{vllm.Names}
 	case EngineSGLang:
 		parser.tables = []engine.MetricNames{sglang.Names}
+	case EngineLlamaCpp:
+		parser.tables = []engine.MetricNames{llamacpp.Names}
 	default:
-		parser.tables = []engine.MetricNames{vllm.Names, sglang.Names}
+		parser.tables = []engine.MetricNames{vllm.Names, sglang.Names, llamacpp.Names}
 	}
 	client := &http.Client{Transport: s.transport}
 	metricsURL := u.JoinPath(cfg.Scrape.Path).String()
 	s.scraper = newScraper(cfg.Scrape, httpPageFetcher(client, metricsURL), parser.parse, s.onScrape, log.With("component", "scrape"), s.m)
+	s.llamacpp = newLlamaCppReader(client, u, cfg.Scrape.MaxBytes, s.blockSizeNow, log.With("component", "llamacpp"))
+	s.scraper.complete = s.llamacpp.complete
 	return s, nil
 }
 

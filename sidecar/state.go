@@ -37,6 +37,10 @@ func (s *Sidecar) waitModel(ctx context.Context) (string, error) {
 	}
 }
 
+// blockSizeNow returns the block size in use: the engine's, else the
+// configured one.
+func (s *Sidecar) blockSizeNow() int { return int(s.blockSize.Load()) }
+
 // waitScraped waits for the first scrape (readable or not) and returns the
 // block size known then: the engine's, else the configured one.
 func (s *Sidecar) waitScraped(ctx context.Context) int {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/staleconn"
 )
 
 // Upstream is where an attempt goes.
@@ -47,11 +49,19 @@ type Proxy struct {
 	cfg Config
 	h1  *http.Transport
 	h2c *http.Transport
+	// h1Retry sends over h1 and, when a kept-alive HTTP/1.1 connection
+	// fails before any response byte (an engine such as llama.cpp closed
+	// it while idle), once more on a fresh connection (internal/staleconn).
+	h1Retry http.RoundTripper
 }
 
 // New returns a proxy with its own connection pools.
 func New(cfg Config) *Proxy {
-	return &Proxy{cfg: cfg, h1: newTransport(cfg, false), h2c: newTransport(cfg, true)}
+	p := &Proxy{cfg: cfg, h1: newTransport(cfg, false), h2c: newTransport(cfg, true)}
+	fresh := newTransport(cfg, false)
+	fresh.DisableKeepAlives = true
+	p.h1Retry = &staleconn.Transport{Pooled: p.h1, Fresh: fresh}
+	return p
 }
 
 // Close closes idle pooled connections.
@@ -60,11 +70,11 @@ func (p *Proxy) Close() {
 	p.h2c.CloseIdleConnections()
 }
 
-func (p *Proxy) transport(up Upstream) *http.Transport {
+func (p *Proxy) transport(up Upstream) http.RoundTripper {
 	if up.H2C {
 		return p.h2c
 	}
-	return p.h1
+	return p.h1Retry
 }
 
 // ErrFirstByteTimeout is the cause of an attempt that got no response

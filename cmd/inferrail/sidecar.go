@@ -46,7 +46,7 @@ func sidecarFlags() []sidecarFlag {
 	d := sidecar.DefaultConfig()
 	return []sidecarFlag{
 		{"engine-url", "engine base URL (default " + d.EngineURL + ")", str(func(c *sidecar.Config) *string { return &c.EngineURL })},
-		{"engine", "engine kind: auto, vllm or sglang (default auto)", str(func(c *sidecar.Config) *string { return &c.Engine })},
+		{"engine", "engine kind: auto, vllm, sglang or llamacpp (default auto)", str(func(c *sidecar.Config) *string { return &c.Engine })},
 		{"model", "served model name that seeds block hashes (default: ask the engine's /v1/models)", str(func(c *sidecar.Config) *string { return &c.Model })},
 		{"tokenizer", `tokenizer for data-path prompts: "builtin:sim", a model directory, or none (default none)`, str(func(c *sidecar.Config) *string { return &c.Tokenizer })},
 		{"block-size", "engine KV block size until the engine reports it (default 16)", num(func(c *sidecar.Config) *int { return &c.BlockSize })},

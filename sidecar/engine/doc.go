@@ -3,7 +3,7 @@
 // AllBlocksCleared) grouped in sequenced batches, and the load read from the
 // engine's Prometheus page.
 //
-// Each engine kind has an adapter in a subpackage (vllm, sglang) that turns
+// Each engine kind has an adapter in a subpackage (vllm, sglang, llamacpp) that turns
 // its wire formats into these types; the subscriber (zmqsub) and the block set
 // (sidecar/blockset) only see engine-neutral values. The metrics page parsing
 // shared by the adapters lives here: a page is parsed with

@@ -10,8 +10,9 @@ type Kind string
 
 // Engine kinds with an adapter.
 const (
-	KindVLLM   Kind = "vllm"
-	KindSGLang Kind = "sglang"
+	KindVLLM     Kind = "vllm"
+	KindSGLang   Kind = "sglang"
+	KindLlamaCpp Kind = "llamacpp"
 )
 
 // Canonical media. Decoders upper-case the engine's medium and map engine

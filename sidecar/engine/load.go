@@ -84,7 +84,9 @@ type MetricNames struct {
 	// (tensor / pipeline parallel replicas); such series are ignored.
 	ReplicaLabels []string
 
-	// Required families.
+	// Required families. KVUsage may be empty for an engine that exports no
+	// usage gauge (llama.cpp): the page then leaves Load.KVUsage at 0 for the
+	// adapter to fill from elsewhere.
 	Running, Waiting, KVUsage []string
 	// Optional counters.
 	PromptTokens, GenerationTokens, PrefixQueries, PrefixHits, Preemptions []string
@@ -96,6 +98,11 @@ type MetricNames struct {
 	// CapacityTokens is a gauge of the KV capacity in tokens; blocks = tokens
 	// / block size (SGLang).
 	CapacityTokens string
+	// PromptTokensExcludeHits says the PromptTokens counter counts only the
+	// prompt tokens computed, not those served from the cache (llama.cpp's
+	// prompt_tokens_total): the load's PromptTokensTotal and PrefixQueries
+	// are then that counter plus PrefixHits.
+	PromptTokensExcludeHits bool
 }
 
 // Page is a parsed metrics page: families by name.
@@ -170,11 +177,18 @@ func ParseLoad(r io.Reader, maxBytes int64, t MetricNames) (Load, error) {
 func ExtractLoad(p Page, t MetricNames) (Load, error) {
 	l := Load{Kind: t.Kind}
 	running, waiting, usage := first(p, t.Running), first(p, t.Waiting), first(p, t.KVUsage)
-	var missing []string
-	for _, f := range []struct {
+	required := []struct {
 		fam   *dto.MetricFamily
 		names []string
-	}{{running, t.Running}, {waiting, t.Waiting}, {usage, t.KVUsage}} {
+	}{{running, t.Running}, {waiting, t.Waiting}}
+	if len(t.KVUsage) > 0 {
+		required = append(required, struct {
+			fam   *dto.MetricFamily
+			names []string
+		}{usage, t.KVUsage})
+	}
+	var missing []string
+	for _, f := range required {
 		if f.fam == nil || len(t.byRank(f.fam)) == 0 {
 			missing = append(missing, f.names[0])
 		}
@@ -225,7 +239,10 @@ func ExtractLoad(p Page, t MetricNames) (Load, error) {
 	}
 
 	// KV usage: mean over ranks, weighted by blocks when every rank has them.
-	per := t.byRank(usage)
+	var per map[string]float64
+	if usage != nil {
+		per = t.byRank(usage)
+	}
 	var num, den float64
 	weighted := len(blocks) > 0
 	for r := range per {
@@ -253,6 +270,10 @@ func ExtractLoad(p Page, t MetricNames) (Load, error) {
 	l.PrefixQueries = t.optional(p, t.PrefixQueries)
 	l.PrefixHits = t.optional(p, t.PrefixHits)
 	l.Preemptions = t.optional(p, t.Preemptions)
+	if t.PromptTokensExcludeHits {
+		l.PromptTokensTotal += l.PrefixHits
+		l.PrefixQueries = l.PromptTokensTotal
+	}
 	return l, nil
 }
 

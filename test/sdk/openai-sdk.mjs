@@ -12,6 +12,8 @@
 //   INFERRAIL_MODEL     a model the fleet serves (required)
 //   INFERRAIL_REPLICAS  comma-separated replica names x-inferrail-replica must be one of (optional)
 //   INFERRAIL_SDK_DIR   the directory whose node_modules holds the SDK (default: .cache/sdk of the repository)
+//   INFERRAIL_ENGINE    llamacpp: accept llama.cpp's /v1/completions stream, whose last chunk carries both the
+//                       finish_reason and the usage (docs/engines.md) (optional)
 //
 // Every check runs, each prints "ok" or "FAIL" with the reason; the exit
 // status is 1 when any check failed, 2 when the SDK cannot be loaded.
@@ -26,6 +28,10 @@ const sdkDir = process.env.INFERRAIL_SDK_DIR || join(here, '..', '..', '.cache',
 const baseURL = process.env.INFERRAIL_BASE_URL;
 const model = process.env.INFERRAIL_MODEL;
 const replicas = (process.env.INFERRAIL_REPLICAS || '').split(',').filter(Boolean);
+// llama.cpp ends a /v1/completions stream with one chunk holding the
+// finish_reason and the usage, where OpenAI sends the usage on a chunk of its
+// own with no choices.
+const finishWithUsage = process.env.INFERRAIL_ENGINE === 'llamacpp';
 
 if (!baseURL || !model) {
   console.error('openai-sdk.mjs: set INFERRAIL_BASE_URL (e.g. http://127.0.0.1:8080/v1) and INFERRAIL_MODEL');
@@ -184,15 +190,21 @@ check('completions.create', async () => {
 
 // checkStream iterates a stream of chunks: one id and object throughout,
 // content deltas before the end, a finish_reason, and usage only on the last
-// chunk, whose choices are empty (stream_options.include_usage).
+// chunk, whose choices are empty (stream_options.include_usage). With
+// finishWithUsage, a text completion's last chunk may carry the usage and
+// the finish_reason together instead.
 async function checkStream(stream, { object, text, wantCompletion, what }) {
   const chunks = [];
   for await (const chunk of stream) {
     chunks.push(chunk);
   }
   assert.ok(chunks.length >= 2, `${what}: ${chunks.length} chunks`);
-  const last = chunks.at(-1);
+  let last = chunks.at(-1);
   const body = chunks.slice(0, -1);
+  if (finishWithUsage && object === 'text_completion' && last.choices.length === 1) {
+    body.push({ ...last, usage: null });
+    last = { ...last, choices: [] };
+  }
   for (const c of chunks) {
     assert.equal(c.object, object, `${what}: chunk object`);
     assert.equal(c.id, chunks[0].id, `${what}: chunk id changed`);
