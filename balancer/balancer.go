@@ -26,6 +26,7 @@ import (
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/buildinfo"
 	"github.com/inferrail/inferrail/internal/tokenize"
+	"github.com/inferrail/inferrail/internal/tracing"
 )
 
 // Balancer is one balancer process.
@@ -46,6 +47,7 @@ type Balancer struct {
 	now     func() time.Time
 	reg     prometheus.Registerer
 	gm      *gateway.Metrics
+	tr      *tracing.Tracer // nil: tracing off
 
 	// live is the reloadable state (models, gateway); Reload swaps it.
 	live       atomic.Pointer[live]
@@ -107,6 +109,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		if b.node != nil {
 			_ = b.node.Shutdown()
 		}
+		return nil, err
+	}
+	if b.tr, err = b.newTracer(); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -263,6 +268,7 @@ func (b *Balancer) Run(ctx context.Context) error {
 		_ = admin.Shutdown(sctx)
 		b.proxy.Close()
 		_ = b.cur().lim.Close()
+		b.shutdownTracer()
 		if err != nil {
 			b.log.Warn("drain did not finish", "err", err)
 		}

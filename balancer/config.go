@@ -15,6 +15,7 @@ import (
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/tokenize"
+	"github.com/inferrail/inferrail/internal/tracing"
 )
 
 // Config is the whole balancer configuration: DefaultConfig, then a YAML
@@ -47,6 +48,8 @@ type Config struct {
 	// Gateway holds the auth, rate_limits and cors sections.
 	Gateway gateway.Config `yaml:",inline"`
 	EPP     EPPConfig      `yaml:"epp"`
+	// Observability configures OpenTelemetry traces.
+	Observability ObservabilityConfig `yaml:"observability"`
 }
 
 // ModelConfig is one model.
@@ -210,9 +213,10 @@ func DefaultConfig() Config {
 			Route:    2 * time.Minute,
 			Upstream: proxy.DefaultConfig(),
 		},
-		Tokenize: TokenizeConfig{MaxWait: 25 * time.Millisecond, MaxSize: 8 << 20},
-		Gateway:  gateway.DefaultConfig(),
-		EPP:      EPPConfig{Endpoint: EPPEndpointData, Fallbacks: 2, BodyMode: EPPBodyFullDuplex},
+		Tokenize:      TokenizeConfig{MaxWait: 25 * time.Millisecond, MaxSize: 8 << 20},
+		Gateway:       gateway.DefaultConfig(),
+		EPP:           EPPConfig{Endpoint: EPPEndpointData, Fallbacks: 2, BodyMode: EPPBodyFullDuplex},
+		Observability: ObservabilityConfig{Config: tracing.DefaultConfig()},
 	}
 }
 
@@ -403,6 +407,7 @@ func (c *Config) Validate() error {
 	if e := c.EPP; e.BodyMode != EPPBodyFullDuplex && e.BodyMode != EPPBodyBuffered {
 		bad("epp.body_mode must be %s or %s, got %q", EPPBodyFullDuplex, EPPBodyBuffered, e.BodyMode)
 	}
+	errs = append(errs, prefixed("", c.Observability.Validate())...)
 	return errors.Join(errs...)
 }
 

@@ -76,6 +76,11 @@ type request struct {
 // forward handles a proxied route: read, resolve, tokenize, then attempts.
 func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
 	rq := request{start: b.now(), id: w.Header().Get(HeaderRequestID), kind: k, mode: modeProxy}
+	if b.tr != nil { // the request's server span (observability.go)
+		var end func()
+		w, r, end = b.traceRequest(w, r, &rq)
+		defer end()
+	}
 	b.m.inFlight.Inc()
 	defer b.m.inFlight.Dec()
 	modelLabel := "unknown"
@@ -231,7 +236,9 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			last.Body.Close()
 			last = nil
 		}
-		done, retry, resp, err := b.try(w, r, rq, rep, d, deadline)
+		ar, endAttempt := b.traceAttempt(r, rq, len(sc.cands), rep, d, attempt)
+		done, retry, resp, err := b.try(w, ar, rq, rep, d, deadline)
+		endAttempt(done, retry, resp, err)
 		if done {
 			return
 		}
@@ -283,6 +290,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	if rep.Member() != nil { // a sidecar: it reports its load with the response
 		hdr[loadreport.Origin] = []string{b.name}
 	}
+	b.tr.Inject(actx, hdr) // the attempt's span is the upstream's parent (nil: off)
 	// Once the replica's sidecar says the engine runs the request (102),
 	// neither the replica going down (a drain) nor the route deadline
 	// cancels it: accepted work is finished where it is.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -249,4 +250,23 @@ func FuzzExtract(f *testing.F) {
 			t.Fatalf("injected malformed traceparent %q from %q", got, tp)
 		}
 	})
+}
+
+func TestStatusWriter(t *testing.T) {
+	rec := httptest.NewRecorder()
+	w := &StatusWriter{ResponseWriter: rec}
+	w.WriteHeader(http.StatusProcessing)
+	w.WriteHeader(http.StatusBadGateway)
+	_, _ = w.Write([]byte("x"))
+	if w.Status != http.StatusBadGateway {
+		t.Fatalf("status %d, want 502 (1xx not recorded)", w.Status)
+	}
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		t.Fatalf("flush through the wrapper: %v", err)
+	}
+	w2 := &StatusWriter{ResponseWriter: httptest.NewRecorder()}
+	_, _ = w2.Write([]byte("x"))
+	if w2.Status != http.StatusOK {
+		t.Fatalf("implicit status %d, want 200", w2.Status)
+	}
 }
