@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/gossip"
+	"github.com/inferrail/inferrail/internal/tracing"
 	"github.com/inferrail/inferrail/sidecar/engine/zmqsub"
 )
 
@@ -56,6 +57,8 @@ type Config struct {
 	Proxy    ProxyConfig    `yaml:"proxy"`
 	Summary  SummaryConfig  `yaml:"summary"`
 	Gossip   GossipConfig   `yaml:"gossip"`
+	// Observability configures OpenTelemetry traces.
+	Observability ObservabilityConfig `yaml:"observability"`
 }
 
 // KVEventsConfig says where the engine publishes its KV-cache events.
@@ -182,6 +185,7 @@ func DefaultConfig() Config {
 			Bind:    "127.0.0.1:7946",
 			Profile: "lan",
 		},
+		Observability: ObservabilityConfig{Config: tracing.DefaultConfig()},
 	}
 }
 
@@ -286,6 +290,9 @@ func (c Config) Validate() error {
 		if !isHostPort(j) {
 			bad(fmt.Sprintf("gossip.join[%d]", i), j, "must be host:port")
 		}
+	}
+	if err := c.Observability.Validate("observability"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
