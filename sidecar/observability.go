@@ -21,6 +21,13 @@ type ObservabilityConfig struct {
 // tracerShutdown bounds the export of the last spans on shutdown.
 const tracerShutdown = 2 * time.Second
 
+// traced reports whether a data-path request gets a span: a POST (the
+// inference routes), or any request that arrives in a trace. Health probes
+// and model listings without one start no trace of their own.
+func traced(r *http.Request) bool {
+	return r.Method == http.MethodPost || r.Header.Get("Traceparent") != ""
+}
+
 // traceRequest starts the data path's server span under the balancer's
 // traceparent and replaces that header with the new span, so the engine
 // sees the sidecar's span as its parent; end finishes the span. Only called

@@ -156,7 +156,7 @@ func (t prefillTransport) acceptedTrip(r *http.Request, st *reqState) (*http.Res
 // ServeHTTP forwards one request to the engine.
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &reqState{w: w}
-	if p.tr != nil { // the sidecar's span (observability.go)
+	if p.tr != nil && traced(r) { // the sidecar's span (observability.go)
 		sw, tr, end := p.traceRequest(w, r)
 		w, r, st.w = sw, tr, sw
 		defer end(st)

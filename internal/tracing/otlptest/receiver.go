@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -47,6 +48,16 @@ type Receiver struct {
 func Start() *Receiver {
 	r := &Receiver{}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	r.URL = r.srv.URL
+	return r
+}
+
+// Serve starts a receiver on ln (a collector that comes up at an address
+// the exporters already use).
+func Serve(ln net.Listener) *Receiver {
+	r := &Receiver{}
+	r.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(r.serve)}}
+	r.srv.Start()
 	r.URL = r.srv.URL
 	return r
 }
