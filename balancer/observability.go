@@ -45,8 +45,11 @@ func (b *Balancer) shutdownTracer() {
 // with tracing on.
 func (b *Balancer) traceRequest(w http.ResponseWriter, r *http.Request, rq *request) (http.ResponseWriter, *http.Request, func()) {
 	ctx := b.tr.Extract(r.Context(), r.Header)
-	ctx, span := b.tr.Start(ctx, r.Method+" "+r.URL.Path, trace.SpanKindServer,
-		attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
+	ctx, span := b.tr.Start(ctx, r.Method+" "+r.URL.Path, trace.SpanKindServer)
+	if !span.IsRecording() { // not sampled: only the context travels on
+		return w, r.WithContext(ctx), func() { span.End() }
+	}
+	span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
 		attribute.String("inferrail.request_id", rq.id))
 	sw := &tracing.StatusWriter{ResponseWriter: w}
 	return sw, r.WithContext(ctx), func() {
@@ -77,6 +80,12 @@ func noAttempt(bool, string, *http.Response, error) {}
 func (b *Balancer) traceAttempt(r *http.Request, rq *request, candidates int, rep *fleet.Replica, d route.Decision, attempt int) (*http.Request, func(done bool, retry string, resp *http.Response, err error)) {
 	if b.tr == nil {
 		return r, noAttempt
+	}
+	if !trace.SpanFromContext(r.Context()).IsRecording() {
+		// The request is not sampled, so neither is its attempt: its
+		// context still carries the trace (unsampled) upstream.
+		ctx, span := b.tr.Start(r.Context(), "inferrail.attempt", trace.SpanKindClient)
+		return r.WithContext(ctx), func(bool, string, *http.Response, error) { span.End() }
 	}
 	attrs := []attribute.KeyValue{
 		attribute.Int("inferrail.attempt", attempt),
