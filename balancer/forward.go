@@ -346,7 +346,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		if o := route.OverlayOf(rq.model.policy); o != nil {
 			o.Settle(rq.hashes, rep.ID, now)
 		}
-		b.m.ttft.WithLabelValues(rq.model.cfg.Name).Observe(now.Sub(rq.start).Seconds())
+		b.m.ttft.WithLabelValues(rq.model.cfg.Name, rq.model.policy.Name(), rep.ID).Observe(now.Sub(rq.start).Seconds())
 		if rq.stream {
 			rep.ObserveTTFT(now.Sub(sent), d.EstimatedTTFT)
 		}
