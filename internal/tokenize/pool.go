@@ -277,7 +277,7 @@ func newPoolMetrics(reg prometheus.Registerer) *poolMetrics {
 		}),
 		run: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "inferrail_tokenize_pool_run_seconds",
-			Help:    "Time a worker spent on one request: applying the chat template, tokenizing and hashing its prompt.",
+			Help:    "Time a worker spent on one request: decoding its body, applying the chat template and tokenizing its prompt.",
 			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 14), // 25µs .. 0.2s
 		}),
 		busy: prometheus.NewGauge(prometheus.GaugeOpts{
