@@ -77,9 +77,9 @@ type request struct {
 func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
 	rq := request{start: b.now(), id: w.Header().Get(HeaderRequestID), kind: k, mode: modeProxy}
 	if b.tr != nil { // the request's server span (observability.go)
-		var end func()
-		w, r, end = b.traceRequest(w, r, &rq)
-		defer end()
+		var rs reqSpan
+		w, r, rs = b.traceRequest(w, r, rq.id)
+		defer b.endRequest(rs, &rq)
 	}
 	b.m.inFlight.Inc()
 	defer b.m.inFlight.Dec()
@@ -236,9 +236,9 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			last.Body.Close()
 			last = nil
 		}
-		ar, endAttempt := b.traceAttempt(r, rq, len(sc.cands), rep, d, attempt)
+		ar, span := b.traceAttempt(r, rq, len(sc.cands), rep, &d, attempt)
 		done, retry, resp, err := b.try(w, ar, rq, rep, d, deadline)
-		endAttempt(done, retry, resp, err)
+		b.endAttempt(span, rq, done, retry, resp, err)
 		if done {
 			return
 		}
@@ -290,7 +290,8 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	if rep.Member() != nil { // a sidecar: it reports its load with the response
 		hdr[loadreport.Origin] = []string{b.name}
 	}
-	b.tr.Inject(actx, hdr) // the attempt's span is the upstream's parent (nil: off)
+	tp, ts := b.tr.Traceparent(actx) // the attempt's span is the upstream's parent ("": off)
+	setTraceHeaders(hdr, tp, ts)
 	// Once the replica's sidecar says the engine runs the request (102),
 	// neither the replica going down (a drain) nor the route deadline
 	// cancels it: accepted work is finished where it is.

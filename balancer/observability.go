@@ -40,52 +40,63 @@ func (b *Balancer) shutdownTracer() {
 	_ = b.tr.Shutdown(ctx)
 }
 
+// reqSpan is a proxied request's server span and the writer that records
+// its status.
+type reqSpan struct {
+	span trace.Span
+	sw   *tracing.StatusWriter // nil: the request is not sampled
+}
+
 // traceRequest starts a proxied request's server span, continuing the
-// client's traceparent; end finishes it with what rq became. Only called
-// with tracing on.
-func (b *Balancer) traceRequest(w http.ResponseWriter, r *http.Request, rq *request) (http.ResponseWriter, *http.Request, func()) {
+// client's traceparent. Only called with tracing on; endRequest finishes it.
+func (b *Balancer) traceRequest(w http.ResponseWriter, r *http.Request, id string) (http.ResponseWriter, *http.Request, reqSpan) {
 	ctx := b.tr.Extract(r.Context(), r.Header)
 	ctx, span := b.tr.Start(ctx, r.Method+" "+r.URL.Path, trace.SpanKindServer)
 	if !span.IsRecording() { // not sampled: only the context travels on
-		return w, r.WithContext(ctx), func() { span.End() }
+		return w, r.WithContext(ctx), reqSpan{span: span}
 	}
 	span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
-		attribute.String("inferrail.request_id", rq.id))
+		attribute.String("inferrail.request_id", id))
 	sw := &tracing.StatusWriter{ResponseWriter: w}
-	return sw, r.WithContext(ctx), func() {
-		attrs := []attribute.KeyValue{attribute.String("inferrail.outcome", rq.outcome), attribute.String("inferrail.route", rq.kind.String()),
-			attribute.Int("inferrail.prompt_tokens", rq.tokens)}
-		if rq.model != nil {
-			attrs = append(attrs, attribute.String("inferrail.model", rq.model.cfg.Name))
-		}
-		if sw.Status != 0 {
-			attrs = append(attrs, attribute.Int("http.response.status_code", sw.Status))
-		}
-		span.SetAttributes(attrs...)
-		switch rq.outcome {
-		case outcomeOK, outcomeClientError, outcomeBadRequest, outcomeRejected, outcomeClientGone:
-		default:
-			span.SetStatus(codes.Error, rq.outcome)
-		}
-		span.End()
-	}
+	return sw, r.WithContext(ctx), reqSpan{span: span, sw: sw}
 }
 
-// noAttempt is traceAttempt's end with tracing off.
-func noAttempt(bool, string, *http.Response, error) {}
+// endRequest finishes s with what rq became. It keeps no reference to rq,
+// so the request stays on forward's stack.
+func (b *Balancer) endRequest(s reqSpan, rq *request) {
+	if s.sw == nil {
+		s.span.End()
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.String("inferrail.outcome", rq.outcome), attribute.String("inferrail.route", rq.kind.String()),
+		attribute.Int("inferrail.prompt_tokens", rq.tokens)}
+	if rq.model != nil {
+		attrs = append(attrs, attribute.String("inferrail.model", rq.model.cfg.Name))
+	}
+	if s.sw.Status != 0 {
+		attrs = append(attrs, attribute.Int("http.response.status_code", s.sw.Status))
+	}
+	s.span.SetAttributes(attrs...)
+	switch rq.outcome {
+	case outcomeOK, outcomeClientError, outcomeBadRequest, outcomeRejected, outcomeClientGone:
+	default:
+		s.span.SetStatus(codes.Error, rq.outcome)
+	}
+	s.span.End()
+}
 
 // traceAttempt starts the span of one attempt on rep with the routing
-// decision d over candidates; end finishes it with the attempt's result.
-// With tracing off it returns r and a no-op.
-func (b *Balancer) traceAttempt(r *http.Request, rq *request, candidates int, rep *fleet.Replica, d route.Decision, attempt int) (*http.Request, func(done bool, retry string, resp *http.Response, err error)) {
+// decision d over candidates (nil with tracing off: r is returned as it is).
+// endAttempt finishes it.
+func (b *Balancer) traceAttempt(r *http.Request, rq *request, candidates int, rep *fleet.Replica, d *route.Decision, attempt int) (*http.Request, trace.Span) {
 	if b.tr == nil {
-		return r, noAttempt
+		return r, nil
 	}
 	if !trace.SpanFromContext(r.Context()).IsRecording() {
 		// The request is not sampled, so neither is its attempt: its
 		// context still carries the trace (unsampled) upstream.
 		ctx, span := b.tr.Start(r.Context(), "inferrail.attempt", trace.SpanKindClient)
-		return r.WithContext(ctx), func(bool, string, *http.Response, error) { span.End() }
+		return r.WithContext(ctx), span
 	}
 	attrs := []attribute.KeyValue{
 		attribute.Int("inferrail.attempt", attempt),
@@ -103,20 +114,41 @@ func (b *Balancer) traceAttempt(r *http.Request, rq *request, candidates int, re
 		attrs = append(attrs, attribute.String("server.address", up.Base.Host))
 	}
 	ctx, span := b.tr.Start(r.Context(), "inferrail.attempt", trace.SpanKindClient, attrs...)
-	return r.WithContext(ctx), func(done bool, retry string, resp *http.Response, err error) {
-		if !done {
-			span.SetAttributes(attribute.String("inferrail.retry_reason", retry))
-			if resp != nil {
-				span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
-			}
-			msg := retry
-			if err != nil {
-				msg = retry + ": " + err.Error()
-			}
-			span.SetStatus(codes.Error, msg)
-		} else if rq.outcome == outcomeUpstream5xx || rq.outcome == outcomeBroken {
-			span.SetStatus(codes.Error, rq.outcome)
-		}
+	return r.WithContext(ctx), span
+}
+
+// endAttempt finishes an attempt's span (nil: tracing off) with its result.
+func (b *Balancer) endAttempt(span trace.Span, rq *request, done bool, retry string, resp *http.Response, err error) {
+	if span == nil {
+		return
+	}
+	if !span.IsRecording() {
 		span.End()
+		return
+	}
+	if !done {
+		span.SetAttributes(attribute.String("inferrail.retry_reason", retry))
+		if resp != nil {
+			span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+		}
+		msg := retry
+		if err != nil {
+			msg = retry + ": " + err.Error()
+		}
+		span.SetStatus(codes.Error, msg)
+	} else if rq.outcome == outcomeUpstream5xx || rq.outcome == outcomeBroken {
+		span.SetStatus(codes.Error, rq.outcome)
+	}
+	span.End()
+}
+
+// setTraceHeaders sets an upstream request's trace context (tp "": none).
+func setTraceHeaders(h http.Header, tp, ts string) {
+	if tp == "" {
+		return
+	}
+	h["Traceparent"] = []string{tp}
+	if ts != "" {
+		h["Tracestate"] = []string{ts}
 	}
 }

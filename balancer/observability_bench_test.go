@@ -113,16 +113,19 @@ func BenchmarkTraceHooks(b *testing.B) {
 			for b.Loop() {
 				rq := request{id: "id", kind: kindChat, mode: modeProxy, model: m, outcome: outcomeOK}
 				rw, rr := http.ResponseWriter(w), r
-				end := func() {}
+				var rs reqSpan
 				if bal.tr != nil {
-					rw, rr, end = bal.traceRequest(w, r, &rq)
+					rw, rr, rs = bal.traceRequest(w, r, rq.id)
 				}
-				ar, endAttempt := bal.traceAttempt(rr, &rq, 4, rep, route.Decision{Reason: "best_score", CachedTokens: 512}, 1)
+				ar, span := bal.traceAttempt(rr, &rq, 4, rep, &route.Decision{Reason: "best_score", CachedTokens: 512}, 1)
 				hdr := http.Header{HeaderRequestID: {rq.id}}
-				bal.tr.Inject(ar.Context(), hdr)
-				endAttempt(true, "", nil, nil)
+				tp, ts := bal.tr.Traceparent(ar.Context())
+				setTraceHeaders(hdr, tp, ts)
+				bal.endAttempt(span, &rq, true, "", nil, nil)
 				_ = rw
-				end()
+				if bal.tr != nil {
+					bal.endRequest(rs, &rq)
+				}
 			}
 		})
 	}

@@ -117,6 +117,18 @@ func (t *Tracer) Inject(ctx context.Context, h http.Header) {
 	t.prop.Inject(ctx, propagation.HeaderCarrier(h))
 }
 
+// Traceparent returns the traceparent and tracestate header values of ctx's
+// span ("" without a valid span, or with tracing off), for a caller that
+// sets them itself.
+func (t *Tracer) Traceparent(ctx context.Context) (traceparent, tracestate string) {
+	if t == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+		return "", ""
+	}
+	c := propagation.MapCarrier{}
+	t.prop.Inject(ctx, c)
+	return c["traceparent"], c["tracestate"]
+}
+
 // Start starts a span of kind under ctx's span (or a remote parent).
 func (t *Tracer) Start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if t == nil {
