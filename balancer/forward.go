@@ -378,6 +378,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 			rq.outcome = outcomeBroken
 			b.log.Warn("stream broke after its first byte", "replica", rep.ID, "request_id", rq.id, "err", err)
 			// Abort the client's response so it sees the failure.
+			endBrokenAttempt(r)
 			panic(http.ErrAbortHandler)
 		}
 	}

@@ -142,6 +142,16 @@ func (b *Balancer) endAttempt(span trace.Span, rq *request, done bool, retry str
 	span.End()
 }
 
+// endBrokenAttempt ends the attempt span in r's context (if any) before
+// the handler aborts on a stream broken after its first byte, which unwinds
+// past endAttempt.
+func endBrokenAttempt(r *http.Request) {
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+		span.SetStatus(codes.Error, outcomeBroken)
+		span.End()
+	}
+}
+
 // setTraceHeaders sets an upstream request's trace context (tp "": none).
 func setTraceHeaders(h http.Header, tp, ts string) {
 	if tp == "" {

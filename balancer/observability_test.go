@@ -1,6 +1,7 @@
 package balancer
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -109,5 +110,46 @@ func TestTracesRequestAndAttempts(t *testing.T) {
 		if len(parts) != 4 || byID[parts[2]].Kind != "SPAN_KIND_CLIENT" {
 			t.Errorf("upstream traceparent %q does not name an attempt span", tp)
 		}
+	}
+}
+
+// A stream that breaks after its first byte aborts the handler; the
+// attempt's span still ends, with an error, beside the server span.
+func TestTracesBrokenStreamEndsAttempt(t *testing.T) {
+	rcv := otlptest.Start()
+	defer rcv.Close()
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"partial\":")
+		_ = buf.Flush()
+		conn.Close()
+	})
+	cfg := testConfig(up.srv.URL)
+	cfg.Retry.MaxAttempts = 1
+	cfg.Observability.OTLPEndpoint, cfg.Observability.SampleRatio = rcv.URL, 1
+	b, srv := newTestBalancer(t, cfg)
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hello"}]}`))
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	srv.Close()
+	b.shutdownTracer()
+	var attempt, server bool
+	for _, s := range rcv.Spans() {
+		switch s.Kind {
+		case "SPAN_KIND_CLIENT":
+			attempt = s.Error
+		case "SPAN_KIND_SERVER":
+			server = s.Error && s.Attrs["inferrail.outcome"] == "broken"
+		}
+	}
+	if !attempt || !server {
+		t.Fatalf("spans %+v: want the attempt and the server span ended with an error", rcv.Spans())
 	}
 }
