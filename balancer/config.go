@@ -19,6 +19,7 @@ import (
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/tokenize"
+	"github.com/inferrail/inferrail/internal/tracing"
 )
 
 // Config is the whole balancer configuration: DefaultConfig, then a YAML
@@ -60,6 +61,8 @@ type Config struct {
 	// ResponseCache holds the exact and semantic response caches
 	// (docs/gateway.md#response-caches).
 	ResponseCache respcache.Config `yaml:"response_cache"`
+	// Observability configures OpenTelemetry traces.
+	Observability ObservabilityConfig `yaml:"observability"`
 }
 
 // ModelConfig is one model.
@@ -325,9 +328,10 @@ func DefaultConfig() Config {
 			Route:    2 * time.Minute,
 			Upstream: proxy.DefaultConfig(),
 		},
-		Tokenize: TokenizeConfig{MaxWait: 25 * time.Millisecond, MaxSize: 8 << 20},
-		Gateway:  gateway.DefaultConfig(),
-		EPP:      EPPConfig{Endpoint: EPPEndpointData, Fallbacks: 2, BodyMode: EPPBodyFullDuplex},
+		Tokenize:      TokenizeConfig{MaxWait: 25 * time.Millisecond, MaxSize: 8 << 20},
+		Gateway:       gateway.DefaultConfig(),
+		EPP:           EPPConfig{Endpoint: EPPEndpointData, Fallbacks: 2, BodyMode: EPPBodyFullDuplex},
+		Observability: ObservabilityConfig{Config: tracing.DefaultConfig()},
 
 		DecisionLog:   decisionlog.DefaultConfig(),
 		ResponseCache: respcache.DefaultConfig(),
@@ -525,6 +529,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, prefixed("", c.DecisionLog.Validate("decision_log"))...)
 	errs = append(errs, prefixed("", c.ResponseCache.Validate("response_cache."))...)
+	errs = append(errs, prefixed("", c.Observability.Validate())...)
 	return errors.Join(errs...)
 }
 

@@ -82,6 +82,11 @@ type request struct {
 // forward handles a proxied route: read, resolve, tokenize, then attempts.
 func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
 	rq := request{start: b.now(), id: w.Header().Get(HeaderRequestID), kind: k, mode: modeProxy}
+	if b.tr != nil { // the request's server span (observability.go)
+		var rs reqSpan
+		w, r, rs = b.traceRequest(w, r, rq.id)
+		defer b.endRequest(rs, &rq)
+	}
 	b.m.inFlight.Inc()
 	defer b.m.inFlight.Dec()
 	modelLabel := "unknown"
@@ -245,7 +250,9 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			last.Body.Close()
 			last = nil
 		}
-		done, retry, resp, err := b.try(w, r, rq, rep, d, deadline)
+		ar, span := b.traceAttempt(r, rq, len(sc.cands), rep, &d, attempt)
+		done, retry, resp, err := b.try(w, ar, rq, rep, d, deadline)
+		b.endAttempt(span, rq, done, retry, resp, err)
 		if done {
 			return
 		}
@@ -297,6 +304,8 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	if rep.Member() != nil { // a sidecar: it reports its load with the response
 		hdr[loadreport.Origin] = []string{b.name}
 	}
+	tp, ts := b.tr.Traceparent(actx) // the attempt's span is the upstream's parent ("": off)
+	setTraceHeaders(hdr, tp, ts)
 	// Once the replica's sidecar says the engine runs the request (102),
 	// neither the replica going down (a drain) nor the route deadline
 	// cancels it: accepted work is finished where it is.
@@ -352,7 +361,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		if o := route.OverlayOf(rq.model.policy); o != nil {
 			o.Settle(rq.settleHashes(), rep.ID, now)
 		}
-		b.m.ttft.WithLabelValues(rq.model.cfg.Name).Observe(now.Sub(rq.start).Seconds())
+		b.m.ttft.WithLabelValues(rq.model.cfg.Name, rq.model.policy.Name(), rep.ID).Observe(now.Sub(rq.start).Seconds())
 		if rq.stream {
 			rep.ObserveTTFT(now.Sub(sent), d.EstimatedTTFT)
 		}
@@ -386,6 +395,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 			rq.outcome = outcomeBroken
 			b.log.Warn("stream broke after its first byte", "replica", rep.ID, "request_id", rq.id, "err", err)
 			// Abort the client's response so it sees the failure.
+			endBrokenAttempt(r)
 			panic(http.ErrAbortHandler)
 		}
 	}

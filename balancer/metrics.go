@@ -66,9 +66,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"model", "route", "outcome", "mode"}),
 		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "inferrail_balancer_ttft_seconds",
-			Help:    "Time from a request's arrival to its first token: a stream's first token-bearing event; for other responses, their headers (the whole response, for a non-streaming completion).",
+			Help:    "Time from a request's arrival to its first token, by model, policy and the replica that answered: a stream's first token-bearing event; for other responses, their headers (the whole response, for a non-streaming completion).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-		}, []string{"model"}),
+		}, []string{"model", "policy", "replica"}),
 		decision: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "inferrail_balancer_route_decision_seconds",
 			Help:    "Time to pick a replica (candidates and policy), per attempt, by mode (proxy or epp).",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/gossip"
+	"github.com/inferrail/inferrail/internal/tracing"
 	"github.com/inferrail/inferrail/sidecar/engine/zmqsub"
 )
 
@@ -57,6 +58,8 @@ type Config struct {
 	Proxy    ProxyConfig    `yaml:"proxy"`
 	Summary  SummaryConfig  `yaml:"summary"`
 	Gossip   GossipConfig   `yaml:"gossip"`
+	// Observability configures OpenTelemetry traces.
+	Observability ObservabilityConfig `yaml:"observability"`
 }
 
 // KVEventsConfig says where the engine publishes its KV-cache events.
@@ -183,6 +186,7 @@ func DefaultConfig() Config {
 			Bind:    "127.0.0.1:7946",
 			Profile: "lan",
 		},
+		Observability: ObservabilityConfig{Config: tracing.DefaultConfig()},
 	}
 }
 
@@ -290,6 +294,9 @@ func (c Config) Validate() error {
 		if !isHostPort(j) {
 			bad(fmt.Sprintf("gossip.join[%d]", i), j, "must be host:port")
 		}
+	}
+	if err := c.Observability.Validate("observability"); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

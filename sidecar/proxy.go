@@ -20,6 +20,7 @@ import (
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/loadreport"
 	"github.com/inferrail/inferrail/internal/openai"
+	"github.com/inferrail/inferrail/internal/tracing"
 )
 
 // promptObserver receives the prompts of requests the engine accepted (a 2xx
@@ -48,6 +49,7 @@ type proxy struct {
 	observe      promptObserver // may be nil
 	// prompts counts chat and completions requests the engine accepted (2xx).
 	prompts atomic.Int64
+	tr      *tracing.Tracer // nil: tracing off
 }
 
 // newEngineTransport returns the pooled HTTP/1.1 transport to the engine.
@@ -74,6 +76,8 @@ type reqState struct {
 	prompt bool                // a chat or completions request
 	stream bool                // the request asked for a stream
 	hashes [][]kvblock.Hash
+	// tokens and cached are the prompt tokens and those the replica holds.
+	tokens, cached int
 }
 
 type reqStateKey struct{}
@@ -152,6 +156,11 @@ func (t prefillTransport) acceptedTrip(r *http.Request, st *reqState) (*http.Res
 // ServeHTTP forwards one request to the engine.
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &reqState{w: w}
+	if p.tr != nil && traced(r) { // the sidecar's span (observability.go)
+		sw, tr, end := p.traceRequest(w, r)
+		w, r, st.w = sw, tr, sw
+		defer end(st)
+	}
 	if o := r.Header.Get(loadreport.Origin); loadreport.ValidOrigin(o) {
 		st.origin = o
 	}
@@ -170,8 +179,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.counts.setStream(st.e, st.stream)
 		prefill := tokens
 		if p.cachedTokens != nil && st.hashes != nil {
-			prefill = max(tokens-p.cachedTokens(st.hashes), len(st.hashes))
+			st.cached = p.cachedTokens(st.hashes)
+			prefill = max(tokens-st.cached, len(st.hashes))
 		}
+		st.tokens = tokens
 		p.counts.addTokens(st.e, int64(tokens), int64(prefill))
 	}
 	if st.origin != "" {

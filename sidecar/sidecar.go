@@ -14,6 +14,7 @@ import (
 
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/tracing"
 	"github.com/inferrail/inferrail/sidecar/engine"
 	"github.com/inferrail/inferrail/sidecar/engine/llamacpp"
 	"github.com/inferrail/inferrail/sidecar/engine/sglang"
@@ -119,6 +120,12 @@ func New(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sidecar, erro
 	s.gossip = g
 	s.ctl = newController(cfg.KVEvents.SilentGrace, s.feed, s.approx, s.exact, log, s.m)
 	s.ctl.traffic = s.proxy.prompts.Load
+	s.proxy.tr, err = tracing.New(cfg.Observability.Config, tracing.Options{Service: "inferrail-sidecar",
+		Instance: cfg.Gossip.NodeName, Log: log.With("component", "tracing"), Registerer: reg})
+	if err != nil {
+		s.closeGossip()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -277,6 +284,7 @@ func (s *Sidecar) serve(ctx context.Context, dataLn, adminLn net.Listener) error
 			s.log.Warn("drain timed out: closing the remaining connections", "err", err)
 			_ = dataSrv.Close()
 		}
+		s.shutdownTracer()
 		stopWork()
 		actx, acancel := context.WithTimeout(context.Background(), time.Second)
 		defer acancel()

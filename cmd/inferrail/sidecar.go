@@ -74,6 +74,12 @@ func sidecarFlags() []sidecarFlag {
 		{"gossip-key-file", "file with the gossip encryption key (base64 or raw 16/24/32 bytes)", str(func(c *sidecar.Config) *string { return &c.Gossip.KeyFile })},
 		{"cluster-label", "gossip cluster label", str(func(c *sidecar.Config) *string { return &c.Gossip.ClusterLabel })},
 		{"gossip-profile", "gossip timings: lan or local (default lan)", str(func(c *sidecar.Config) *string { return &c.Gossip.Profile })},
+		{"otlp-endpoint", "OTLP/HTTP collector URL for traces, e.g. http://127.0.0.1:4318 (default: none, tracing off)", str(func(c *sidecar.Config) *string { return &c.Observability.OTLPEndpoint })},
+		{"trace-sample-ratio", "share of new traces sampled, 0..1 (default 0.1)", func(c *sidecar.Config, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			c.Observability.SampleRatio = f
+			return err
+		}},
 	}
 }
 

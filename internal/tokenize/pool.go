@@ -240,7 +240,9 @@ func (p *Pool) acquire(ctx context.Context, isLarge bool) error {
 
 func (p *Pool) run(fn func(), isLarge bool) error {
 	p.m.busy.Inc()
+	start := time.Now()
 	defer func() {
+		p.m.run.Observe(time.Since(start).Seconds())
 		p.m.busy.Dec()
 		<-p.slots
 		if isLarge {
@@ -258,7 +260,7 @@ func (p *Pool) reject(reason string, err error) error {
 
 type poolMetrics struct {
 	rejected      *prometheus.CounterVec
-	wait          prometheus.Histogram
+	wait, run     prometheus.Histogram
 	busy, waiting prometheus.Gauge
 }
 
@@ -273,6 +275,11 @@ func newPoolMetrics(reg prometheus.Registerer) *poolMetrics {
 			Help:    "Time a request waited for a tokenize worker.",
 			Buckets: []float64{0, .0005, .001, .0025, .005, .01, .025, .05, .1, .25},
 		}),
+		run: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "inferrail_tokenize_pool_run_seconds",
+			Help:    "Time a worker spent on one request: decoding its body, applying the chat template and tokenizing its prompt.",
+			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 14), // 25µs .. 0.2s
+		}),
 		busy: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "inferrail_tokenize_pool_busy_workers", Help: "Tokenize workers running a request."}),
 		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -282,7 +289,7 @@ func newPoolMetrics(reg prometheus.Registerer) *poolMetrics {
 		m.rejected.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.rejected, m.wait, m.busy, m.waiting)
+		reg.MustRegister(m.rejected, m.wait, m.run, m.busy, m.waiting)
 	}
 	return m
 }
