@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -79,7 +80,8 @@ func mcHFTokenizer(t *testing.T) string {
 
 // mcCatalog is every metric the balancer and the sidecar register, read
 // from their real registries: each built as the binaries build them, with
-// gossip, KV events, a Hugging Face tokenizer and tracing on, so every
+// gossip, KV events, a Hugging Face tokenizer, tracing, the response cache and
+// DNS discovery on, so every
 // optional part registers its metrics.
 func mcCatalog(t *testing.T) map[string]mcMetric {
 	t.Helper()
@@ -91,6 +93,9 @@ func mcCatalog(t *testing.T) map[string]mcMetric {
 	bc.Gossip.Bind, bc.Gossip.Profile = "127.0.0.1:0", "local"
 	bc.Observability.OTLPEndpoint = "http://127.0.0.1:1"
 	bc.Models = []balancer.ModelConfig{{Name: "m", Tokenizer: mcHFTokenizer(t), BlockSize: 16}}
+	bc.ResponseCache.Exact.Enabled = true
+	bc.Discovery.DNS = []balancer.DNSGroupConfig{{Group: "catalog", Names: []string{"localhost"}, Port: 8000,
+		Interval: time.Minute, Timeout: time.Second, Models: []string{"m"}}}
 	if err := yamlModelDefaults(&bc); err != nil {
 		t.Fatal(err)
 	}
