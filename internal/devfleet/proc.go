@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/freeport"
 )
 
 // proc is one child process.
@@ -75,31 +76,13 @@ func (p *proc) exited() error {
 	}
 }
 
-// freePort returns a loopback TCP port that is free now.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort returns a loopback port free for TCP and UDP now, from below the
+// kernel's ephemeral range (internal/freeport: a port from listening on :0
+// may be taken again as a connection's source port before the child binds).
+func freePort() (int, error) { return freeport.Get() }
 
 // freeUDPTCPPort returns a port free for both TCP and UDP (gossip uses both).
-func freeUDPTCPPort() (int, error) {
-	for range 50 {
-		p, err := freePort()
-		if err != nil {
-			return 0, err
-		}
-		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err == nil {
-			u.Close()
-			return p, nil
-		}
-	}
-	return 0, errors.New("no port free for both TCP and UDP")
-}
+func freeUDPTCPPort() (int, error) { return freeport.Get() }
 
 // waitOK polls url until it answers 200 or ctx ends; each process in watch
 // must stay alive meanwhile.

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/freeport"
 )
 
 // scGuard bounds every wait for a process or a convergence: a hang guard,
@@ -56,15 +58,15 @@ func scRepoRoot(t *testing.T) string {
 	}
 }
 
-// scFreePort returns a TCP port free on 127.0.0.1 right now.
+// scFreePort returns a port free on 127.0.0.1 for TCP and UDP right now, from
+// below the ephemeral range (internal/freeport).
 func scFreePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Get()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // scProc is a started inferrail process whose output goes to a log file.
