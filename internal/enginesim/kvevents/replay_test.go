@@ -321,6 +321,7 @@ func TestSkipLiveLeavesAGapThatReplayFills(t *testing.T) {
 	dealer := newDealer(t, p)
 
 	publishSteps(p, 1)
+	waitPublished(t, p, 1)
 	p.SkipLive(2)
 	publishSteps(p, 2, 3, 4)
 	for _, want := range []uint64{0, 3} {
