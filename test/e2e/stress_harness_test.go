@@ -369,12 +369,15 @@ func (s stTally) rate() float64 {
 	return 0
 }
 
-// stMix is the default request mix: one in four streams, short prompts over
-// a few shared prefixes, a few output tokens.
+// stMix is the default request mix: one in four streams, a few output
+// tokens, prompts over 24 shared prefixes of about five blocks (so that
+// cache affinity spreads them over the replicas) and a unique tail.
 func stMix(tag string) func(i int) stReq {
 	return func(i int) stReq {
+		g := i % 24
 		return stReq{stream: i%4 == 0, maxTokens: 8,
-			prompt: fmt.Sprintf("shared prefix %d of the stress suite, with a few more words. %s request %d", i%8, tag, i)}
+			prompt: strings.Repeat(fmt.Sprintf("group %d shares this document about topic %d. ", g, 7*g+3), 8) +
+				fmt.Sprintf("%s request %d", tag, i)}
 	}
 }
 

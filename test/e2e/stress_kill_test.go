@@ -89,8 +89,8 @@ func TestStressBalancerKill(t *testing.T) {
 	f := btStartFleet(t, bin, 3, 4000, []string{"bal-a", "bal-b"}, "--zero-latency")
 	load := stStartLoad(t, []string{f.bals[0].url, f.bals[1].url}, 64, stTargetRate, stMix("bal"))
 	load.waitDone(t, 2000)
+	f.bals[0].proc.kill(syscall.SIGKILL) // returns once the process is gone
 	killedAt := time.Now()
-	f.bals[0].proc.kill(syscall.SIGKILL)
 	load.waitDone(t, 3000)
 	load.stop()
 
