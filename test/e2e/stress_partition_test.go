@@ -176,7 +176,6 @@ func TestStressPartition(t *testing.T) {
 	load.waitDone(t, 1500)
 	bHealthy := balB.replicasHealthy(4) == nil
 
-
 	nt.heal(1)
 	converge := stSince(t, "A's view to converge after healing", func() error {
 		if err := balA.replicasHealthy(4); err != nil {
