@@ -203,6 +203,11 @@ type stOutcome struct {
 type stLoad struct {
 	urls    []string
 	client  *http.Client
+	// retryReset marks requests as replayable (Idempotency-Key), so that the
+	// client's transport sends again a request whose reused connection was
+	// closed or reset before any answer byte, as a load balancer retrying
+	// resets before the response (Envoy's retry_on: reset) does.
+	retryReset bool
 	gen     func(i int) stReq
 	stopped atomic.Bool
 	wg      sync.WaitGroup
@@ -217,9 +222,15 @@ type stLoad struct {
 // second in all (0: as fast as they can).
 func stStartLoad(t *testing.T, urls []string, workers int, rate float64, gen func(i int) stReq) *stLoad {
 	t.Helper()
+	return stStartLoadOpts(t, urls, workers, rate, false, gen)
+}
+
+// stStartLoadOpts is stStartLoad with retryReset (see stLoad).
+func stStartLoadOpts(t *testing.T, urls []string, workers int, rate float64, retryReset bool, gen func(i int) stReq) *stLoad {
+	t.Helper()
 	tr := &http.Transport{MaxIdleConnsPerHost: workers, MaxConnsPerHost: 0, IdleConnTimeout: 30 * time.Second,
 		DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext}
-	l := &stLoad{urls: urls, client: &http.Client{Transport: tr, Timeout: 2 * scGuard}, gen: gen, started: time.Now()}
+	l := &stLoad{urls: urls, client: &http.Client{Transport: tr, Timeout: 2 * scGuard}, gen: gen, started: time.Now(), retryReset: retryReset}
 	var period time.Duration
 	if rate > 0 {
 		period = time.Duration(float64(workers) / rate * float64(time.Second))
@@ -275,7 +286,7 @@ func (l *stLoad) waitDone(t *testing.T, n int) {
 func (l *stLoad) do(i int, r stReq) stOutcome {
 	var o stOutcome
 	for k := range len(l.urls) {
-		o = stCall(l.client, l.urls[(i+k)%len(l.urls)], r)
+		o = stCall(l.client, l.urls[(i+k)%len(l.urls)], r, l.retryReset)
 		o.failovers = k
 		var op *net.OpError
 		if o.err == nil || o.begun || !errors.As(o.err, &op) || op.Op != "dial" {
@@ -287,12 +298,21 @@ func (l *stLoad) do(i int, r stReq) stOutcome {
 
 // stCall sends one request and reads its answer to the end, checking that
 // it is complete: a JSON body with choices, or a stream ending in [DONE].
-func stCall(c *http.Client, url string, r stReq) (o stOutcome) {
+func stCall(c *http.Client, url string, r stReq, replayable bool) (o stOutcome) {
 	o.start = time.Now()
 	defer func() { o.end = time.Now() }()
 	body, _ := json.Marshal(map[string]any{"model": "e2e-model", "prompt": r.prompt, "max_tokens": r.maxTokens,
 		"ignore_eos": true, "stream": r.stream})
-	resp, err := c.Post(url+"/v1/completions", "application/json", strings.NewReader(string(body)))
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/completions", strings.NewReader(string(body)))
+	if err != nil {
+		o.err = err
+		return o
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if replayable {
+		req.Header.Set("Idempotency-Key", strconv.FormatInt(o.start.UnixNano(), 36))
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		o.err = err
 		return o
