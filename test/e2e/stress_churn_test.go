@@ -6,8 +6,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +53,7 @@ func (b *stChurnBatch) leave(group int) {
 }
 
 // TestStressChurn: 5,000 replicas pass through the real balancer's gossip
-// view, 25 at a time, as in a rolling restart: sidecar nodes (the gossip
+// view, 50 at a time, as in a rolling restart: sidecar nodes (the gossip
 // package, in this process) that advertise a data address nobody listens on,
 // so that the balancer's probes fail and count, join and are listed; then
 // the batch before them leaves. Every series of a replica that left is
@@ -57,9 +61,34 @@ func (b *stChurnBatch) leave(group int) {
 // and after the last batch left the page is back to its size before the
 // first.
 func TestStressChurn(t *testing.T) {
-	const batches, batch = 200, 25
+	const batch = 50
+	batches := 5000 / batch
+	if v := os.Getenv("INFERRAIL_CHURN_REPLICAS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 2*batch {
+			t.Fatalf("INFERRAIL_CHURN_REPLICAS=%q: want an integer >= %d", v, 2*batch)
+		}
+		batches = n / batch
+	}
 	bin := scBuild(t)
-	bal := btStartBalancer(t, bin, "bal-churn", nil, "500ms")
+	// memberlist's LAN timings on both sides: a hundred nodes in one test
+	// process on a loaded machine miss the local profile's 200 ms probes.
+	l, a, g := scFreePort(t), scFreePort(t), scFreePort(t)
+	bal := &btBalancer{url: fmt.Sprintf("http://127.0.0.1:%d", l), admin: fmt.Sprintf("http://127.0.0.1:%d", a), gossip: fmt.Sprintf("127.0.0.1:%d", g)}
+	cfgPath := filepath.Join(t.TempDir(), "bal-churn.yaml")
+	cfgText := strings.Replace(btConfig(fmt.Sprintf("127.0.0.1:%d", l), fmt.Sprintf("127.0.0.1:%d", a), bal.gossip, nil, "500ms"),
+		"profile: local", "profile: lan", 1)
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bal.proc = scStart(t, bin, "bal-churn", "balancer", "--config", cfgPath, "--node-name", "bal-churn")
+	scWait(t, "bal-churn admin", func() error {
+		resp, err := http.Get(bal.admin + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	})
 	page := func() []byte {
 		b, err := stMetricPage(bal.admin)
 		if err != nil {
@@ -74,7 +103,7 @@ func TestStressChurn(t *testing.T) {
 			cfg.NodeName = fmt.Sprintf("churn-%d", b.first+i)
 			cfg.Role = gossip.RoleSidecar
 			cfg.BindAddr, cfg.BindPort = "127.0.0.1", 0
-			cfg.Profile = gossip.ProfileLocal
+			cfg.Profile = gossip.ProfileLAN
 			cfg.Join = []string{bal.gossip}
 			cfg.JoinRetryMin, cfg.JoinRetryMax = 50*time.Millisecond, 500*time.Millisecond
 			cfg.Meta = gossip.Meta{Models: []string{"e2e-model"}, DataAddr: "127.0.0.1:1", BlockSize: 16, Engine: "sim"}
@@ -92,7 +121,7 @@ func TestStressChurn(t *testing.T) {
 	// waitListed waits until the page names exactly the replicas of b.
 	waitListed := func(what string, b *stChurnBatch) []byte {
 		var p []byte
-		scWait(t, what, func() error {
+		scWaitLong(t, what, 3*time.Minute, func() error {
 			p = page()
 			got := stChurnIndexes(p)
 			for i := range batch {
@@ -119,7 +148,7 @@ func TestStressChurn(t *testing.T) {
 	var prev *stChurnBatch
 	for k := range batches {
 		cur := startBatch(k)
-		scWait(t, fmt.Sprintf("batch %d listed", k), func() error {
+		scWaitLong(t, fmt.Sprintf("batch %d listed", k), 3*time.Minute, func() error {
 			got := stChurnIndexes(page())
 			for i := range batch {
 				if !got[cur.first+i] {

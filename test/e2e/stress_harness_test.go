@@ -201,18 +201,18 @@ type stOutcome struct {
 // balancers: like a cloud load balancer, a request whose connection is
 // refused goes to the next balancer.
 type stLoad struct {
-	urls    []string
-	client  *http.Client
+	urls   []string
+	client *http.Client
 	// retryReset marks requests as replayable (Idempotency-Key), so that the
 	// client's transport sends again a request whose reused connection was
 	// closed or reset before any answer byte, as a load balancer retrying
 	// resets before the response (Envoy's retry_on: reset) does.
 	retryReset bool
-	gen     func(i int) stReq
-	stopped atomic.Bool
-	wg      sync.WaitGroup
-	started time.Time
-	n       atomic.Int64
+	gen        func(i int) stReq
+	stopped    atomic.Bool
+	wg         sync.WaitGroup
+	started    time.Time
+	n          atomic.Int64
 
 	mu  sync.Mutex
 	out []stOutcome
