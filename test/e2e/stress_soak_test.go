@@ -76,7 +76,7 @@ func TestSoak(t *testing.T) {
 	growths := map[string]int64{}
 	for i, p := range procs {
 		g := stRSS(t, p) - warmRSS[i]
-		growths[p.name] = g >> 20
+		growths[fmt.Sprintf("%s-%d", p.name, i)] = g >> 20
 		growth = max(growth, g)
 	}
 	var endG []float64
