@@ -30,7 +30,7 @@ func TestStressHangingEngine(t *testing.T) {
 		}
 	}
 	stRecord(t, stRow{Row: "04-hang", Fault: "1 of 3 engines hangs (accepts, never answers)",
-		Result: fmt.Sprintf("%d of %d requests failed; taken out after %d ms; the slowest answer took %d ms (first-byte timeout 2 s, then another replica)",
+		Result: fmt.Sprintf("%d of %d requests failed; taken out after %d ms; the slowest answer took %d ms (an attempt on it moves to another replica when the probes take it out, or at the 2 s first-byte timeout)",
 			during.lostBeforeBegin+during.brokeAfterBegin, during.ok+during.lostBeforeBegin+during.brokeAfterBegin, ms(out), ms(slowest)),
 		Figures: map[string]any{"requests": during.ok + during.lostBeforeBegin + during.brokeAfterBegin,
 			"failed": during.lostBeforeBegin + during.brokeAfterBegin, "out_ms": ms(out), "slowest_ms": ms(slowest),
