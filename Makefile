@@ -9,7 +9,7 @@ BIN       := bin/inferrail
 PKGS      := ./...
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build test check fmt vet staticcheck race demo fixtures bench bench-go fuzz image ui-screenshots e2e-llamacpp clean
+.PHONY: all build test check fmt vet staticcheck race demo fixtures bench bench-go fuzz fuzz-long stress soak reliability image ui-screenshots e2e-llamacpp clean
 
 all: build
 
@@ -80,6 +80,33 @@ bench-go:
 # Short fuzzing pass over every fuzz target.
 fuzz:
 	scripts/fuzz.sh 20s
+
+# Long fuzzing: every target for FUZZTIME each (default 5m); what the fuzzer
+# finds (failures and new interesting inputs) becomes corpus under each
+# package's testdata/fuzz.
+FUZZTIME ?= 5m
+fuzz-long:
+	FUZZ_SAVE_CORPUS=1 scripts/fuzz.sh $(FUZZTIME)
+
+# The fault suite (not part of make test): every TestStress row of
+# docs/reliability.md through the real binaries, one at a time, as root (the
+# partition row creates network namespaces). Each row appends its figures to
+# $(STRESS_RESULTS); make reliability renders the table from them.
+STRESS_RESULTS ?= $(CURDIR)/bin/stress-results.jsonl
+STRESS_RUN ?= TestStress
+stress:
+	@scripts/stress-deps.sh
+	INFERRAIL_STRESS_RESULTS=$(STRESS_RESULTS) $(GO) test -tags stress -p 1 -count=1 -timeout 90m -run '$(STRESS_RUN)' -v ./test/e2e/
+
+# The soak: SOAK_REQUESTS (default 1,000,000) requests through a 4-replica
+# fleet; resident memory growth at most 50 MB, goroutines back to idle.
+SOAK_REQUESTS ?= 1000000
+soak:
+	INFERRAIL_STRESS_RESULTS=$(STRESS_RESULTS) INFERRAIL_SOAK_REQUESTS=$(SOAK_REQUESTS) $(GO) test -tags stress -count=1 -timeout 6h -run '^TestSoak$$' -v ./test/e2e/
+
+# docs/reliability.md's table from the stress and soak results.
+reliability:
+	$(GO) run ./scripts/reliability -results $(STRESS_RESULTS) -doc docs/reliability.md
 
 # The container image (Dockerfile) with docker or podman; says so and
 # succeeds where neither has a working engine.

@@ -159,14 +159,16 @@ func dnsGroups(cfg *Config) []discovery.Group {
 	return out
 }
 
-// nodeName returns the balancer's name: the configured node name, else the
-// host name with "-balancer" when it gossips, else a random one.
+// nodeName returns the balancer's name: the configured node name, else, when
+// it gossips on a fixed port, the host name, "-balancer" and that port (so
+// that balancers on one host differ), else "balancer-" and a random suffix.
 func nodeName(c GossipConfig) string {
 	if c.NodeName != "" {
 		return c.NodeName
 	}
-	if h, err := os.Hostname(); err == nil && c.Enabled {
-		return h + "-balancer"
+	_, port, _ := net.SplitHostPort(c.Bind)
+	if h, err := os.Hostname(); err == nil && c.Enabled && port != "" && port != "0" {
+		return h + "-balancer-" + port
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])

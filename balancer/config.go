@@ -228,7 +228,8 @@ type GossipConfig struct {
 	// Advertise is the address other nodes use (IP or IP:port; empty: the
 	// bind address).
 	Advertise string `yaml:"advertise"`
-	// NodeName is the unique node name (empty: the host name).
+	// NodeName is the unique node name (empty: the host name, "-balancer"
+	// and the gossip port).
 	NodeName string `yaml:"node_name"`
 	// Join lists seeds host:port.
 	Join []string `yaml:"join"`

@@ -82,7 +82,9 @@ const (
 
 // Config configures a Node. Start from DefaultConfig.
 type Config struct {
-	// NodeName must be unique in the cluster (default: the host name).
+	// NodeName must be unique in the cluster; empty means
+	// DefaultNodeName(BindPort), the host name and the gossip port. Run fails
+	// with ErrNameConflict when the cluster it joins already has the name.
 	NodeName string
 	Role     Role
 	// BindAddr and BindPort are where memberlist listens (UDP and TCP); port 0
@@ -148,9 +150,7 @@ type SummaryObserver interface {
 
 // DefaultConfig returns the defaults documented on Config.
 func DefaultConfig() Config {
-	host, _ := os.Hostname()
 	return Config{
-		NodeName:        host,
 		BindAddr:        "0.0.0.0",
 		BindPort:        7946,
 		JoinRetryMin:    500 * time.Millisecond,
@@ -171,8 +171,8 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.NodeName == "" || len(c.NodeName) > maxNameLen {
-		bad("gossip.node_name must have 1 to %d bytes, got %q", maxNameLen, c.NodeName)
+	if len(c.NodeName) > maxNameLen {
+		bad("gossip.node_name must have at most %d bytes, got %q", maxNameLen, c.NodeName)
 	}
 	if c.Role < RoleSidecar || c.Role > RoleObserver {
 		bad("gossip.role must be sidecar, balancer or observer, got %v", c.Role)

@@ -64,6 +64,9 @@ type Node struct {
 	shut     bool
 	stopped  chan struct{} // closed by Shutdown
 	runStart atomic.Bool
+
+	joining  atomic.Bool // during the first join (see conflicts)
+	conflict chan error  // a name conflict found while joining
 }
 
 type sourceBox struct{ s SummarySource }
@@ -71,6 +74,9 @@ type sourceBox struct{ s SummarySource }
 // New validates cfg, binds the transport and creates the memberlist (the node
 // is alone until Run joins). log and reg may be nil.
 func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error) {
+	if cfg.NodeName == "" {
+		cfg.NodeName = DefaultNodeName(cfg.BindPort)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("gossip: %w", err)
 	}
@@ -88,6 +94,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error)
 		metaDirty:   make(chan struct{}, 1),
 		snapSentAt:  make(map[string]time.Time),
 		stopped:     make(chan struct{}),
+		conflict:    make(chan error, 1),
 	}
 	meta := cfg.Meta
 	meta.Role = cfg.Role
@@ -109,6 +116,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error)
 	globalSink.nodes.Store(cfg.NodeName, n.m)
 	mc.Delegate = delegate{n}
 	mc.Events = events{n}
+	mc.Conflict = conflicts{n}
 	tr := cfg.Transport
 	if tr == nil {
 		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
@@ -237,6 +245,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	n.joining.Store(len(n.cfg.Join) > 0)
 	var wg sync.WaitGroup
 	wg.Go(func() { n.processLoop(ctx) })
 	wg.Go(func() { n.tickLoop(ctx) })
@@ -249,6 +258,14 @@ func (n *Node) Run(ctx context.Context) error {
 			n.log.Warn("leave failed", "err", err)
 		}
 	case <-n.stopped:
+	case err := <-n.conflict:
+		// Neither leave nor say goodbye: both would speak for the
+		// member that owns the name.
+		n.log.Error("refusing to run", "err", err)
+		cancel()
+		wg.Wait()
+		_ = n.Shutdown()
+		return err
 	}
 	cancel()
 	wg.Wait()
@@ -309,7 +326,8 @@ func (n *Node) joinLoop(ctx context.Context) {
 			if err != nil {
 				n.log.Warn("join failed", "seeds", n.cfg.Join, "retry_in", wait, "err", err)
 				wait = min(2*wait, n.cfg.JoinRetryMax)
-			} else {
+			} else if len(n.conflict) == 0 {
+				n.joining.Store(false)
 				n.log.Info("joined", "contacted", joined, "members", n.ml.NumMembers())
 				wait = n.cfg.JoinRetryMin
 			}

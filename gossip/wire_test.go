@@ -279,7 +279,7 @@ func TestConfigValidate(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("defaults with a role: %v", err)
 	}
-	bad := Config{BindAddr: "nope", BindPort: 70000, SecretKey: []byte("short"), Profile: "wan", Join: []string{"nohost"}}
+	bad := Config{NodeName: strings.Repeat("n", 1000), BindAddr: "nope", BindPort: 70000, SecretKey: []byte("short"), Profile: "wan", Join: []string{"nohost"}}
 	err := bad.Validate()
 	if err == nil {
 		t.Fatal("bad config validated")

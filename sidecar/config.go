@@ -131,7 +131,7 @@ type GossipConfig struct {
 	// host:port); empty means POD_IP, else the bind address.
 	Advertise string `yaml:"advertise"`
 	// NodeName is the unique node name; empty means POD_NAME, else the host
-	// name.
+	// name and the gossip port (gossip.DefaultNodeName).
 	NodeName string `yaml:"node_name"`
 	// KubeNode is the Kubernetes node the pod runs on (NODE_NAME), carried for
 	// operators only.

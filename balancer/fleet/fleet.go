@@ -259,6 +259,9 @@ func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
 				r.markDown()
 				f.log.Info("replica left", "replica", id)
 			}
+			if next[id] == nil {
+				f.m.forget(id)
+			}
 		}
 	}
 	f.replicas = next

@@ -137,7 +137,7 @@ func (f *Fleet) ReportFailure(r *Replica) bool {
 	r.health.until.Store(now.Add(d).UnixNano())
 	r.health.failures.Store(0)
 	r.markDown()
-	f.m.ejections.WithLabelValues(r.ID).Inc()
+	f.count(f.m.ejections, r)
 	f.log.Warn("replica ejected", "replica", r.ID, "for", d, "ejections", k+1)
 	f.wakeReadmit(now.Add(d))
 	return true
@@ -278,7 +278,7 @@ func (f *Fleet) probeResult(r *Replica, err error) {
 		}
 		return
 	}
-	f.m.probeFailures.WithLabelValues(r.ID).Inc()
+	f.count(f.m.probeFailures, r)
 	s := min(h.probeStreak.Load(), 0) - 1
 	h.probeStreak.Store(s)
 	if h.probeOK.Load() && -s >= int64(cfg.UnhealthyThreshold) {

@@ -27,6 +27,23 @@ func newMetrics(reg prometheus.Registerer, f *Fleet) *metrics {
 	return m
 }
 
+// forget deletes a replica's series when it leaves the fleet, so that a
+// fleet churning through replicas keeps a bounded metrics page.
+func (m *metrics) forget(id string) {
+	m.ejections.DeleteLabelValues(id)
+	m.probeFailures.DeleteLabelValues(id)
+}
+
+// count increments r's series of v, unless r has left the fleet (a probe or
+// request that ends after the replica left must not bring its series back).
+func (f *Fleet) count(v *prometheus.CounterVec, r *Replica) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.replicas[r.ID] == r {
+		v.WithLabelValues(r.ID).Inc()
+	}
+}
+
 var (
 	descState = prometheus.NewDesc("inferrail_balancer_replica_state",
 		"1 for the replica's current state (healthy, ejected, unhealthy, gone), 0 for the others.",

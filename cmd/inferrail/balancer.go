@@ -46,7 +46,7 @@ func balancerFlags() []balancerFlag {
 		{"gossip-advertise", "gossip advertise IP or IP:port (default: the bind address; on Kubernetes $(POD_IP))", func(c *balancer.Config, v string) { c.Gossip.Advertise = v }},
 		{"join", "comma-separated gossip seeds host:port", func(c *balancer.Config, v string) { c.Gossip.Join = list(v) }},
 		{"gossip-key-file", "file with the gossip encryption key (base64 or raw 16/24/32 bytes)", func(c *balancer.Config, v string) { c.Gossip.KeyFile = v }},
-		{"node-name", "gossip node name (default: the host name + \"-balancer\")", func(c *balancer.Config, v string) { c.Gossip.NodeName = v }},
+		{"node-name", "gossip node name (default: the host name, \"-balancer\" and the gossip port)", func(c *balancer.Config, v string) { c.Gossip.NodeName = v }},
 		{"gossip-profile", "gossip timings: lan or local (default lan)", func(c *balancer.Config, v string) { c.Gossip.Profile = v }},
 		{"otlp-endpoint", "OTLP/HTTP collector URL for traces, e.g. http://127.0.0.1:4318 (default: none, tracing off)", func(c *balancer.Config, v string) { c.Observability.OTLPEndpoint = v }},
 		{"epp", "serve the Gateway API Inference Extension endpoint picker (Envoy ext_proc v3 gRPC) on ADDR, e.g. :9002 (docs/epp.md)", func(c *balancer.Config, v string) { c.EPP.Listen = v }},

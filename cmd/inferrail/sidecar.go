@@ -61,7 +61,7 @@ func sidecarFlags() []sidecarFlag {
 		{"scrape-interval", "engine metrics scrape period (default 100ms)", dur(func(c *sidecar.Config) *time.Duration { return &c.Scrape.Interval })},
 		{"gossip-bind", "gossip bind IP:port (default " + d.Gossip.Bind + ")", str(func(c *sidecar.Config) *string { return &c.Gossip.Bind })},
 		{"gossip-advertise", "gossip advertise IP or IP:port (default: $POD_IP, else the bind address)", str(func(c *sidecar.Config) *string { return &c.Gossip.Advertise })},
-		{"node-name", "gossip node name (default: $POD_NAME, else the host name)", str(func(c *sidecar.Config) *string { return &c.Gossip.NodeName })},
+		{"node-name", "gossip node name (default: $POD_NAME, else the host name and the gossip port)", str(func(c *sidecar.Config) *string { return &c.Gossip.NodeName })},
 		{"join", "comma-separated gossip seeds host:port", func(c *sidecar.Config, v string) error {
 			c.Gossip.Join = nil
 			for _, s := range strings.Split(v, ",") {

@@ -34,7 +34,18 @@ const (
 	// FaultRestart restarts every engine with an empty cache and every
 	// KV-event publisher from sequence number 0, at once.
 	FaultRestart = "restart"
+	// FaultGarbage answers 200 with a body that is neither JSON nor an
+	// event stream: what a broken engine or a confused proxy might send.
+	FaultGarbage = "garbage"
+	// FaultKVGap numbers the next Count KV-event batches of every rank (at
+	// least one) but does not send them live: they stay in the replay ring,
+	// and a subscriber sees a gap in the sequence, as after batches dropped
+	// at the PUB socket's high-water mark. It acts at once.
+	FaultKVGap = "kv_gap"
 )
+
+// garbageBody is what a garbage fault answers.
+var garbageBody = []byte("\x00\xff{\"choices\": [garbage\r\ndata: {not json\n\n\xfe\xfe")
 
 // FaultSpec is one fault to inject, in JSON as taken by POST
 // /inferrail/debug/faults and --faults:
@@ -134,7 +145,7 @@ func (f FaultSpec) validate() error {
 		if f.Duration <= 0 {
 			errs = append(errs, fmt.Errorf("refuse needs a duration > 0, got %s", f.Duration))
 		}
-	case FaultClose, FaultHang, FaultRestart:
+	case FaultClose, FaultHang, FaultRestart, FaultGarbage, FaultKVGap:
 	case FaultDelay:
 		if f.Delay <= 0 {
 			errs = append(errs, fmt.Errorf("delay needs a delay > 0, got %s", f.Delay))
@@ -144,7 +155,7 @@ func (f FaultSpec) validate() error {
 			errs = append(errs, fmt.Errorf("status must be in [100, 599], got %d", f.Status))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("kind must be one of refuse, close, hang, delay, status, restart; got %q", f.Kind))
+		errs = append(errs, fmt.Errorf("kind must be one of refuse, close, hang, delay, status, restart, garbage, kv_gap; got %q", f.Kind))
 	}
 	if f.Count < 0 {
 		errs = append(errs, fmt.Errorf("count must be >= 0, got %d", f.Count))
@@ -181,6 +192,9 @@ func (fs *faultSet) add(f FaultSpec, keep net.Conn) {
 		return
 	case FaultRestart:
 		fs.fe.restartAll()
+		return
+	case FaultKVGap:
+		fs.fe.gapEvents(max(f.Count, 1))
 		return
 	}
 	a := &activeFault{spec: f, remaining: f.Count}
@@ -266,6 +280,11 @@ func (fs *faultSet) apply(w http.ResponseWriter, r *http.Request) bool {
 		}
 	case FaultStatus:
 		openai.StatusError(f.Status, f.Message).Write(w)
+		return false
+	case FaultGarbage:
+		_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, fs.fe.cfg.MaxBodyBytes))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(garbageBody)
 		return false
 	}
 	return true

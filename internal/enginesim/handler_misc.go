@@ -139,6 +139,17 @@ func (s *frontEnd) handleRestart(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"restarted": len(s.ranks)})
 }
 
+// gapEvents makes every rank's publisher skip the live send of its next n
+// batches (a kv_gap fault).
+func (s *frontEnd) gapEvents(n int) {
+	s.log.Warn("fault: KV-event batches numbered but not sent live", "batches", n)
+	for _, rk := range s.ranks {
+		if rk.gapEvents != nil {
+			rk.gapEvents(n)
+		}
+	}
+}
+
 func (s *frontEnd) restartAll() {
 	s.log.Warn("fault: restarting every engine with an empty cache")
 	for _, rk := range s.ranks {

@@ -40,6 +40,9 @@ type rankState struct {
 	core engineCore
 	// restartEvents restarts the rank's KV-event publisher (nil for none).
 	restartEvents func()
+	// gapEvents makes the publisher skip the live send of its next n
+	// batches (nil for none).
+	gapEvents func(n int)
 	// cachedHashes lists the router hashes of the rank's cached blocks (nil
 	// when unknown).
 	cachedHashes func() []kvblock.Hash

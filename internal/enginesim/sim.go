@@ -90,6 +90,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		g.Go(func() error { return named(fmt.Sprintf("engine %d", r), eng.Run(bgCtx)) })
 		if pub != nil {
 			rs.restartEvents = pub.Restart
+			rs.gapEvents = pub.SkipLive
 			g.Go(func() error { return named(fmt.Sprintf("kv events %d", r), pub.Run(bgCtx)) })
 		}
 	}

@@ -3,6 +3,7 @@ package enginesim
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -140,6 +141,16 @@ func TestFaults(t *testing.T) {
 		addFault(`{"kind":"delay","delay":"20ms","count":1}`)
 		if resp, body := post(t, c, base+"/v1/chat/completions", chat); resp.StatusCode != 200 {
 			t.Fatalf("delayed request: %d %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("garbage with a 200", func(t *testing.T) {
+		addFault(`{"kind":"garbage","count":1}`)
+		resp, body := post(t, c, base+"/v1/chat/completions", chat)
+		if resp.StatusCode != 200 || json.Valid(body) || strings.Contains(string(body), "[DONE]") {
+			t.Fatalf("garbage fault answered %d %q", resp.StatusCode, body)
+		}
+		if resp, body := post(t, c, base+"/v1/chat/completions", chat); resp.StatusCode != 200 || !json.Valid(body) {
+			t.Fatalf("after the fault: %d %s", resp.StatusCode, body)
 		}
 	})
 	t.Run("bad fault spec", func(t *testing.T) {

@@ -59,6 +59,7 @@ type Publisher struct {
 	ringMu     sync.Mutex // protects the fields below; taken by Run, replay and Restart
 	seq        uint64     // next sequence number
 	ring       ring       // published batches kept for replay
+	skipLive   int        // batches still to number without sending (SkipLive)
 	addr       string     // bound PUB endpoint ("" when connecting)
 	replayAddr string     // bound ROUTER endpoint ("" without replay)
 	socks      *sockets   // the open sockets while Run runs
@@ -215,6 +216,16 @@ func (p *Publisher) EndStep(ts time.Time) {
 	}
 }
 
+// SkipLive makes the next n batches take their sequence numbers and enter
+// the replay ring without being sent on the PUB socket: a subscriber sees a
+// gap, as after batches dropped at the high-water mark, and can replay them.
+// It may be called from any goroutine.
+func (p *Publisher) SkipLive(n int) {
+	p.ringMu.Lock()
+	defer p.ringMu.Unlock()
+	p.skipLive += n
+}
+
 // Restart imitates an engine restarted with an empty cache: events not yet
 // published are dropped, the replay ring is emptied and sequence numbers
 // start again at 0. It may be called from any goroutine.
@@ -229,6 +240,7 @@ func (p *Publisher) Restart() {
 	p.gen++
 	p.mu.Unlock()
 	p.seq = 0
+	p.skipLive = 0
 	p.ring.reset()
 }
 
@@ -286,7 +298,12 @@ func (p *Publisher) publish(s *sockets, b *batch, buf []byte) []byte {
 	}
 	seq := p.seq
 	p.seq++
-	err := s.pub.SendMulti(newMsg(p.topic, seqBytes(seq), payload))
+	var err error
+	if p.skipLive > 0 {
+		p.skipLive--
+	} else {
+		err = s.pub.SendMulti(newMsg(p.topic, seqBytes(seq), payload))
+	}
 	p.ring.add(entry{seq: seq, payload: payload})
 	p.ringMu.Unlock()
 

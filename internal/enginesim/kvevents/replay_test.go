@@ -303,3 +303,34 @@ restarts:
 		}
 	}
 }
+
+// TestSkipLiveLeavesAGapThatReplayFills: batches skipped by SkipLive take
+// their sequence numbers, are not received live, and are replayed.
+func TestSkipLiveLeavesAGapThatReplayFills(t *testing.T) {
+	sub := newSocket(t, zmq4.NewSub)
+	if err := sub.Listen("tcp://127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.SetOption(zmq4.OptionSubscribe, ""); err != nil {
+		t.Fatal(err)
+	}
+	cfg := enabledConfig("tcp://" + sub.Addr().String())
+	cfg.ReplayEndpoint = "tcp://127.0.0.1:0"
+	p := startPublisher(t, cfg, 0, FormatMap)
+	waitSubscribed(t, p, "")
+	dealer := newDealer(t, p)
+
+	publishSteps(p, 1)
+	waitPublished(t, p, 1)
+	p.SkipLive(2)
+	publishSteps(p, 2, 3, 4)
+	for _, want := range []uint64{0, 3} {
+		if seq, _, _ := recvBatch(t, sub, "kv-events"); seq != want {
+			t.Fatalf("live seq %d, want %d (1 and 2 skipped)", seq, want)
+		}
+	}
+	want := []replayed{{1, []uint64{2}}, {2, []uint64{3}}, {3, []uint64{4}}}
+	if diff := cmp.Diff(want, replayFrom(t, dealer, 1)); diff != "" {
+		t.Errorf("replay of the gap mismatch (-want +got):\n%s", diff)
+	}
+}
