@@ -20,6 +20,7 @@ import (
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/loadreport"
 	"github.com/inferrail/inferrail/internal/openai"
+	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/inferrail/inferrail/internal/tracing"
 )
 
@@ -35,6 +36,7 @@ type promptObserver interface {
 type proxy struct {
 	cfg     ProxyConfig
 	log     *slog.Logger
+	warn    *ratelog.Logger // the engine-failure warning, at most once per key a minute (counted in metrics)
 	m       *metrics
 	rp      *httputil.ReverseProxy
 	counts  ledger
@@ -83,7 +85,7 @@ type reqState struct {
 type reqStateKey struct{}
 
 func newProxy(target *url.URL, cfg ProxyConfig, tr http.RoundTripper, inspect *promptInspector, observe promptObserver, log *slog.Logger, m *metrics) *proxy {
-	p := &proxy{cfg: cfg, log: log, m: m, inspect: inspect, observe: observe}
+	p := &proxy{cfg: cfg, log: log, warn: ratelog.New(log, time.Minute), m: m, inspect: inspect, observe: observe}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -273,7 +275,7 @@ func (p *proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 		return
 	}
 	p.m.proxyRequests.WithLabelValues("upstream_error").Inc()
-	p.log.Warn("engine request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	p.warn.Warn("engine request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	writeOpenAIError(w, http.StatusBadGateway, "BadGateway", "the engine is unreachable: "+err.Error())
 }
 

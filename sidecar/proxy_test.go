@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/inferrail/inferrail/internal/tokenize/simtok"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -381,4 +383,50 @@ func metricValue(t *testing.T, m prometheus.Metric) float64 {
 	}
 	t.Fatalf("metric %v is neither a counter nor a gauge", m.Desc())
 	return 0
+}
+
+// An engine that cannot be reached fails every request with a 502, but the
+// warning is logged once a minute, not once per request.
+func TestEngineFailureWarningIsRateLimited(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var buf syncBuffer
+	_, srv, _ := testProxyTo(t, dead, nil, nil, func(p *proxy) {
+		p.warn = ratelog.New(slog.New(slog.NewTextHandler(&buf, nil)), time.Minute)
+	})
+	for range 5 {
+		resp, err := http.Post(srv.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"x"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadGateway {
+			t.Fatalf("status %d, want 502", resp.StatusCode)
+		}
+	}
+	if n := strings.Count(buf.String(), "engine request failed"); n != 1 {
+		t.Errorf("%d warnings for 5 failed requests, want 1:\n%s", n, buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the handler's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
