@@ -4,7 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/inferrail/inferrail/internal/jsonenc"
 )
 
 // AppendJSON appends r as one JSON object, the same document encoding/json
@@ -17,21 +18,21 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = append(b, `,"time":"`...)
 	b = r.Time.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","request_id":`...)
-	b = appendString(b, r.RequestID)
+	b = jsonenc.AppendStringHTML(b, r.RequestID)
 	b = append(b, `,"model":`...)
-	b = appendString(b, r.Model)
+	b = jsonenc.AppendStringHTML(b, r.Model)
 	b = append(b, `,"policy":`...)
-	b = appendString(b, r.Policy)
+	b = jsonenc.AppendStringHTML(b, r.Policy)
 	b = append(b, `,"mode":`...)
-	b = appendString(b, r.Mode)
+	b = jsonenc.AppendStringHTML(b, r.Mode)
 	b = appendInt(b, `,"attempt":`, r.Attempt)
 	b = appendInt(b, `,"prompt_tokens":`, r.PromptTokens)
 	b = appendInt(b, `,"prompt_blocks":`, r.PromptBlocks)
 	b = appendInt(b, `,"predicted_cached_tokens":`, r.CachedTokens)
 	b = append(b, `,"winner":`...)
-	b = appendString(b, r.Winner)
+	b = jsonenc.AppendStringHTML(b, r.Winner)
 	b = append(b, `,"reason":`...)
-	b = appendString(b, r.Reason)
+	b = jsonenc.AppendStringHTML(b, r.Reason)
 	b = appendOptFloat(b, `,"score":`, r.Score)
 	b = appendOptFloat(b, `,"estimated_ttft_ms":`, r.EstimatedTTFTMS)
 	if r.SummaryFallback {
@@ -57,9 +58,9 @@ func (r *Record) AppendJSON(b []byte) []byte {
 
 func (c *Candidate) appendJSON(b []byte) []byte {
 	b = append(b, `{"id":`...)
-	b = appendString(b, c.ID)
+	b = jsonenc.AppendStringHTML(b, c.ID)
 	b = append(b, `,"state":`...)
-	b = appendString(b, c.State)
+	b = jsonenc.AppendStringHTML(b, c.State)
 	if c.Excluded {
 		b = append(b, `,"excluded":true`...)
 	}
@@ -110,61 +111,4 @@ func appendFloat(b []byte, v float64) []byte {
 		}
 	}
 	return b
-}
-
-const hex = "0123456789abcdef"
-
-// appendString writes s as a JSON string: quotes, backslashes and control
-// characters escaped, invalid UTF-8 bytes replaced by U+FFFD, and <, >, &, U+2028
-// and U+2029 escaped as encoding/json does.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

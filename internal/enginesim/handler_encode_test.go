@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/inferrail/inferrail/internal/jsonenc"
 	"github.com/inferrail/inferrail/internal/openai"
 )
 
@@ -78,7 +79,7 @@ func sameJSON(t *testing.T, want, got []byte) {
 }
 
 func TestAppendJSONStringNoHTMLEscaping(t *testing.T) {
-	if got := string(appendJSONString(nil, "<|end|> & \"q\"\n")); got != `"<|end|> & \"q\"\n"` {
+	if got := string(jsonenc.AppendString(nil, "<|end|> & \"q\"\n")); got != `"<|end|> & \"q\"\n"` {
 		t.Errorf("got %s", got)
 	}
 }
