@@ -213,6 +213,11 @@ func (f *Fleet) start(ctx context.Context) error {
 		if err := poll(ctx, func() error { return f.sees(b.Admin) }); err != nil {
 			return fmt.Errorf("balancer %d does not see the fleet: %w", i, err)
 		}
+		// A sidecar advertises its data address once it has scraped its
+		// engine: only then is it a replica the balancer routes to.
+		if err := poll(ctx, func() error { return f.routesAll(b.Admin) }); err != nil {
+			return fmt.Errorf("balancer %d does not route to every replica: %w", i, err)
+		}
 		// The balancer's routing table follows the gossip a poll interval
 		// later; until it lists the model, requests get 503.
 		if err := poll(ctx, func() error { return f.serves(b.URL) }); err != nil {
@@ -259,6 +264,32 @@ func balancerYAML(cfg Config, i, port, admin, gport int, seed string) (string, e
 func responseCacheYAML(embedURL, model string) string {
 	return fmt.Sprintf("response_cache:\n  exact: {enabled: true}\n  semantic:\n    enabled: true\n    max_distance: 0.1\n"+
 		"    embeddings: {url: %q, model: %q, timeout: 1s}\n", embedURL, model)
+}
+
+// routesAll reports nil once the balancer's GET /v1/replicas lists every
+// replica healthy.
+func (f *Fleet) routesAll(admin string) error {
+	resp, err := http.Get(admin + "/v1/replicas")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var reps []struct {
+		Health string `json:"health"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&reps); err != nil {
+		return fmt.Errorf("replicas: %w", err)
+	}
+	healthy := 0
+	for _, r := range reps {
+		if r.Health == "healthy" {
+			healthy++
+		}
+	}
+	if healthy < len(f.Replicas) {
+		return fmt.Errorf("%d of %d replicas routable", healthy, len(f.Replicas))
+	}
+	return nil
 }
 
 // sees reports nil once the balancer's gossip state shows every replica
