@@ -7,11 +7,14 @@ package dnstest
 import (
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/inferrail/inferrail/internal/freeport"
 )
 
 // Server is a running DNS server.
@@ -30,14 +33,25 @@ type Server struct {
 // Start starts a server on a free loopback port; it stops when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		t.Fatal(err)
+	// One port for UDP and TCP, from below the ephemeral range: a UDP port
+	// from :0 may be in use for TCP as some connection's source port.
+	var pc net.PacketConn
+	var ln net.Listener
+	for try := 0; ; try++ {
+		port, err := freeport.Get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if pc, err = net.ListenPacket("udp", addr); err == nil {
+			if ln, err = net.Listen("tcp", addr); err == nil {
+				break
+			}
+			pc.Close()
+		}
+		if try == 10 {
+			t.Fatalf("dnstest: no port free for UDP and TCP: %v", err)
+		}
 	}
 	s := &Server{Addr: pc.LocalAddr().String(), records: map[string][]netip.Addr{}}
 	h := dns.HandlerFunc(s.serve)
