@@ -63,16 +63,18 @@ func (b *Balancer) putScratch(s *scratch) {
 
 // request is one client request on its way through forward.
 type request struct {
-	start   time.Time
-	id      string
-	kind    kind
-	model   *model
-	body    []byte
-	tokens  int // prompt tokens (0: not tokenized)
-	hashes  []kvblock.Hash
-	stream  bool // the client asked for a stream
-	outcome string
-	mode    string // modeProxy or modeEPP
+	start  time.Time
+	id     string
+	kind   kind
+	model  *model
+	body   []byte
+	tokens int // prompt tokens (0: not tokenized)
+	hashes []kvblock.Hash
+	stream bool // the client asked for a stream
+	// maxTokens is the client's bound on the output tokens (0: none).
+	maxTokens int
+	outcome   string
+	mode      string // modeProxy or modeEPP
 
 	// estimated reports whether tokens and hashes are the text prefix
 	// identity (textprefix.go), not the engine's tokens and blocks.
@@ -128,7 +130,7 @@ func (b *Balancer) prepare(ctx context.Context, rq *request, body []byte, sc *sc
 		return oerr
 	}
 	m := p.model
-	rq.model, rq.body, rq.stream = m, p.body, p.stream
+	rq.model, rq.body, rq.stream, rq.maxTokens = m, p.body, p.stream, p.maxTokens
 	if rq.kind != kindEmbeddings {
 		if p.reason == reasonNoTokenizer && m.cfg.TextPrefix.Enabled {
 			p.reason = b.prepareText(rq, p, sc)
@@ -166,7 +168,7 @@ func (b *Balancer) decide(rq *request, set *fleet.ModelSet, now time.Time, prep 
 	t0 := time.Now()
 	sc.cands = set.Candidates(now, sc.cands)
 	req := route.Request{Model: m.cfg.Name, Hashes: rq.hashes, BlockSize: m.cfg.BlockSize,
-		PromptTokens: rq.tokens, Now: now, Exclude: sc.exclude, Prompt: prep, TextPrefix: rq.estimated}
+		PromptTokens: rq.tokens, OutputTokens: rq.maxTokens, Now: now, Exclude: sc.exclude, Prompt: prep, TextPrefix: rq.estimated}
 	idx, d, err := m.policy.Pick(&req, sc.cands, sc.rs)
 	sc.took = time.Since(t0)
 	b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name(), rq.mode).Observe(sc.took.Seconds())

@@ -6,7 +6,9 @@ import (
 	"encoding/json/v2"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -221,6 +223,10 @@ type requestFields struct {
 	CacheSalt *string
 	// Stream reports whether the request asks for a streamed response.
 	Stream bool
+	// MaxTokens is the request's bound on its output tokens
+	// (max_completion_tokens, else max_tokens; 0: none or not a positive
+	// integer, which the engine judges).
+	MaxTokens int
 }
 
 // parseFields reads model and cache_salt from a JSON object body. Names
@@ -235,6 +241,8 @@ func parseFields(body []byte) (requestFields, error) {
 		Model     jsontext.Value `json:"model"`
 		CacheSalt jsontext.Value `json:"cache_salt"`
 		Stream    jsontext.Value `json:"stream"`
+		MaxTokens jsontext.Value `json:"max_tokens"`
+		MaxCompl  jsontext.Value `json:"max_completion_tokens"`
 	}
 	if err := json.Unmarshal(body, &raw, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
 		return f, fmt.Errorf("invalid JSON body: %w", err)
@@ -260,5 +268,30 @@ func parseFields(body []byte) (requestFields, error) {
 		return requestFields{}, err
 	}
 	f.Stream = string(raw.Stream) == "true"
+	compl, complOK := intField(raw.MaxCompl)
+	legacy, legacyOK := intField(raw.MaxTokens)
+	f.MaxTokens = maxTokens(compl, complOK, legacy, legacyOK)
 	return f, nil
+}
+
+// intField returns r as an integer, or false when it is not one.
+func intField(r jsontext.Value) (int64, bool) {
+	if r.Kind() != '0' {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(r), 10, 64)
+	return v, err == nil
+}
+
+// maxTokens returns the output bound a request states: max_completion_tokens
+// (the chat API's current name) when it is a positive integer, else
+// max_tokens, else 0.
+func maxTokens(compl int64, complOK bool, legacy int64, legacyOK bool) int {
+	switch {
+	case complOK && compl > 0:
+		return int(min(compl, math.MaxInt32))
+	case legacyOK && legacy > 0:
+		return int(min(legacy, math.MaxInt32))
+	}
+	return 0
 }

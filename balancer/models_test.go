@@ -28,6 +28,13 @@ func TestParseFields(t *testing.T) {
 		{"truncated", `{"model":"m"`, requestFields{}, true},
 		{"empty", ``, requestFields{}, true},
 		{"trailing garbage", `{"model":"m"} x`, requestFields{}, true},
+		{"max_tokens", `{"model":"m","max_tokens":300}`, requestFields{Model: s("m"), MaxTokens: 300}, false},
+		{"max_completion_tokens wins", `{"max_tokens":300,"max_completion_tokens":20}`, requestFields{MaxTokens: 20}, false},
+		{"max_completion_tokens 0: max_tokens", `{"max_tokens":300,"max_completion_tokens":0}`, requestFields{MaxTokens: 300}, false},
+		{"max_tokens not an integer", `{"max_tokens":"300"}`, requestFields{}, false},
+		{"max_tokens a fraction", `{"max_tokens":3.5}`, requestFields{}, false},
+		{"max_tokens negative", `{"max_tokens":-3}`, requestFields{}, false},
+		{"max_tokens huge", `{"max_tokens":99999999999}`, requestFields{MaxTokens: 1<<31 - 1}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,6 +70,7 @@ func FuzzFieldsOfDecodedBody(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"m"}`, `{"model":"a","model":"b","cache_salt":"x"}`, `[]`, `{"model":5}`,
 		"{\"model\":\"\xff\"}", `{"model":null,"cache_salt":null}`, `{"model":"m\u00e9\n","x":[1,{"model":2}]}`,
+		`{"max_tokens":300,"max_completion_tokens":7}`, `{"max_tokens":1e3}`, `{"max_tokens":-0}`, `{"max_tokens":99999999999999999999}`,
 		`{"Model":"a"}`, `{"cache_salt":{}}`, ` {"model":"m"} `, `{"model":"\ud800"}`,
 	} {
 		f.Add([]byte(s))

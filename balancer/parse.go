@@ -23,6 +23,8 @@ type parsed struct {
 	reason string
 	// stream reports whether the request asks for a streamed response.
 	stream bool
+	// maxTokens is the request's bound on its output tokens (0: none).
+	maxTokens int
 }
 
 // parse decodes body once, resolves its model and tokenizes its prompt.
@@ -82,7 +84,7 @@ func (b *Balancer) resolve(k kind, body []byte, snap *fleet.Snapshot, dec *token
 			return parsed{}, openai.BadRequest("", "%v", err)
 		}
 	}
-	p := parsed{model: m, body: body, reason: reasonNoTokenizer, stream: f.Stream}
+	p := parsed{model: m, body: body, reason: reasonNoTokenizer, stream: f.Stream, maxTokens: f.MaxTokens}
 	if f.CacheSalt != nil {
 		p.salt = *f.CacheSalt
 	}
@@ -113,6 +115,9 @@ func fieldsOf(dec *tokenize.Body, body []byte) (requestFields, error) {
 		}
 	}
 	f.Stream, _ = dec.Bool("stream")
+	compl, complOK := dec.Int("max_completion_tokens")
+	legacy, legacyOK := dec.Int("max_tokens")
+	f.MaxTokens = maxTokens(compl, complOK, legacy, legacyOK)
 	return f, nil
 }
 

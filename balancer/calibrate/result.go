@@ -67,6 +67,7 @@ func (r *Result) WriteYAML(w io.Writer) error {
 		{"step_token_budget", strconv.Itoa(c.StepTokenBudget)},
 		{"decode_context_tokens", strconv.Itoa(c.DecodeContextTokens)},
 		{"queued_prompt_tokens", strconv.Itoa(c.QueuedPromptTokens)},
+		{"expected_output_tokens", strconv.Itoa(c.ExpectedOutputTokens)},
 		{"hot_prefix_queue_wait", c.HotPrefixQueueWait.String()},
 		{"miss_penalty", formatFloat(c.MissPenalty)},
 	}

@@ -104,6 +104,12 @@ type CostConfig struct {
 	// request when the replica does not report its waiting prefill tokens;
 	// it also sizes the attention of queued prefills.
 	QueuedPromptTokens int `yaml:"queued_prompt_tokens"`
+	// ExpectedOutputTokens is the assumed output length of a request, for
+	// the KV memory the bound keeps free for decodes (load.go kvShort): a
+	// request that has not started decoding will add about this many
+	// tokens, a decoding one about half of it. A request's own max_tokens
+	// lowers its figure. 0: no reserve (the bound counts prompts only).
+	ExpectedOutputTokens int `yaml:"expected_output_tokens"`
 	// HotPrefixQueueWait is the estimated queue wait on the best replica
 	// above which a prefix it holds counts as hot: the request goes to the
 	// next best replica (if that is at most this much slower), which then
@@ -151,17 +157,18 @@ type OverlayConfig struct {
 func DefaultCostConfig() CostConfig {
 	d := perfmodel.Llama8BH100()
 	return CostConfig{
-		StepOverhead:        d.StepOverhead,
-		WeightFloor:         d.WeightFloor,
-		LinearTokPerSec:     d.LinearTokPerSec,
-		AttentionPerPairNS:  d.AttentionPerPairNS,
-		KVReadPerTokenNS:    d.KVReadPerTokenNS,
-		RequestOverhead:     d.RequestOverhead,
-		StepTokenBudget:     d.StepTokenBudget,
-		DecodeContextTokens: 2048,
-		QueuedPromptTokens:  2048,
-		HotPrefixQueueWait:  500 * time.Millisecond,
-		MissPenalty:         1,
+		StepOverhead:         d.StepOverhead,
+		WeightFloor:          d.WeightFloor,
+		LinearTokPerSec:      d.LinearTokPerSec,
+		AttentionPerPairNS:   d.AttentionPerPairNS,
+		KVReadPerTokenNS:     d.KVReadPerTokenNS,
+		RequestOverhead:      d.RequestOverhead,
+		StepTokenBudget:      d.StepTokenBudget,
+		DecodeContextTokens:  2048,
+		QueuedPromptTokens:   2048,
+		ExpectedOutputTokens: 256,
+		HotPrefixQueueWait:   500 * time.Millisecond,
+		MissPenalty:          1,
 	}
 }
 
@@ -284,6 +291,9 @@ func (c CostConfig) validate(path string, errs []error) []error {
 	}
 	if c.QueuedPromptTokens < 0 {
 		bad("queued_prompt_tokens", ">= 0", c.QueuedPromptTokens)
+	}
+	if c.ExpectedOutputTokens < 0 {
+		bad("expected_output_tokens", ">= 0", c.ExpectedOutputTokens)
 	}
 	if c.HotPrefixQueueWait < 0 {
 		bad("hot_prefix_queue_wait", ">= 0", c.HotPrefixQueueWait)

@@ -59,7 +59,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		c := &cands[i]
 		w := p.work(c, now)
 		cached := int(s.cached[i])
-		short := p.kvShort(c, w, now, prompt-cached, bs)
+		short := p.kvShort(c, w, now, prompt-cached, req.OutputTokens, bs)
 		s.short = append(s.short, short)
 		if !short {
 			fits++

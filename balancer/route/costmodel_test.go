@@ -484,29 +484,43 @@ func TestCostModelCorrectionIsRelative(t *testing.T) {
 	}
 }
 
-// kvShort counts the KV blocks in use, the prefill still queued and the
-// request's own uncached tokens against the capacity, in the replica's
-// block size.
+// kvShort counts the KV blocks in use, the prefill still queued, the
+// request's own uncached tokens and the reserve for the output still to be
+// written (expected_output_tokens E: E per pending request, E/2 per decoding
+// one, min(max_tokens, E) for the request) against the capacity, in the
+// replica's block size.
 func TestKVShort(t *testing.T) {
-	b := &base{cfg: DefaultConfig()}
+	cfg := DefaultConfig()
+	cfg.Cost.ExpectedOutputTokens = 200
+	b := &base{cfg: cfg}
 	c := cands(1)[0]
 	c.CapacityBlocks, c.BlockSize, c.Load.KVUsage = 1000, 32, 0.5 // 16,000 of 32,000 tokens in use
 	for _, tc := range []struct {
-		queued int64
-		need   int
-		want   bool
+		name string
+		w    Work
+		need int
+		out  int
+		want bool
 	}{
-		{0, 16000, false},
-		{0, 16001, true},
-		{8000, 8000, false},
-		{8000, 8001, true},
+		{"room for prompt and output", Work{}, 15800, 0, false},
+		{"the output does not fit", Work{}, 15801, 0, true},
+		{"max_tokens lowers the request's reserve", Work{}, 15900, 100, false},
+		{"max_tokens above E does not raise it", Work{}, 15801, 5000, true},
+		{"queued prefill counts", Work{InFlight: 1, Pending: 1, PrefillTokens: 8000}, 7600, 0, false},
+		{"queued prefill and its output count", Work{InFlight: 1, Pending: 1, PrefillTokens: 8000}, 7601, 0, true},
+		{"each decode keeps E/2", Work{InFlight: 10}, 14800, 0, false},
+		{"each decode keeps E/2, full", Work{InFlight: 10}, 14801, 0, true},
 	} {
-		if got := b.kvShort(&c, Work{PrefillTokens: tc.queued}, t0, tc.need, 16); got != tc.want {
-			t.Errorf("kvShort(queued %d, need %d) = %v, want %v", tc.queued, tc.need, got, tc.want)
+		if got := b.kvShort(&c, tc.w, t0, tc.need, tc.out, 16); got != tc.want {
+			t.Errorf("%s: kvShort(%+v, need %d, out %d) = %v, want %v", tc.name, tc.w, tc.need, tc.out, got, tc.want)
 		}
 	}
+	b.cfg.Cost.ExpectedOutputTokens = 0 // no reserve: prompts only
+	if b.kvShort(&c, Work{InFlight: 10}, t0, 16000, 0, 16) {
+		t.Error("kvShort without a reserve counted output")
+	}
 	c.CapacityBlocks = 0
-	if b.kvShort(&c, Work{}, t0, 1<<30, 16) {
+	if b.kvShort(&c, Work{}, t0, 1<<30, 0, 16) {
 		t.Error("kvShort with an unknown capacity = true, want false")
 	}
 }

@@ -45,14 +45,16 @@ func (b *base) load(c *Candidate, now time.Time) float64 {
 }
 
 // kvShort reports whether c's KV memory cannot hold a request needing need
-// more tokens of it while w is in flight: the blocks the engine reported in
-// use (Load.KVUsage of Candidate.CapacityBlocks) plus the uncached prompt
-// tokens still to prefill there (they take blocks as their prefill runs)
-// plus need exceed the capacity. An engine short of KV blocks does not
-// admit the request until decodes finish, or preempts one and computes it
-// again: either is a wait the step-time estimate does not see. Unknown
-// (no capacity, or no fresh report): false.
-func (b *base) kvShort(c *Candidate, w Work, now time.Time, need, bs int) bool {
+// more prompt tokens of it and stating out output tokens (0: unknown) while
+// w is in flight: the blocks the engine reported in use (Load.KVUsage of
+// Candidate.CapacityBlocks), plus the uncached prompt tokens still to
+// prefill there (they take blocks as their prefill runs), plus need, plus a
+// reserve for the output every request there will still write (decodeReserve)
+// exceed the capacity. An engine short of KV blocks does not admit the
+// request until decodes finish, or preempts one and computes it again:
+// either is a wait the step-time estimate does not see. Unknown (no
+// capacity, or no fresh report): false.
+func (b *base) kvShort(c *Candidate, w Work, now time.Time, need, out, bs int) bool {
 	if c.CapacityBlocks <= 0 || !b.loadFresh(c, now) {
 		return false
 	}
@@ -61,7 +63,28 @@ func (b *base) kvShort(c *Candidate, w Work, now time.Time, need, bs int) bool {
 	}
 	capacity := float64(c.CapacityBlocks) * float64(bs)
 	used := min(max(c.Load.KVUsage, 0), 1) * capacity
-	return used+float64(max(w.PrefillTokens, 0))+float64(max(need, 0)) > capacity
+	return used+float64(max(w.PrefillTokens, 0))+float64(max(need, 0))+b.decodeReserve(w, out) > capacity
+}
+
+// decodeReserve is the KV memory, in tokens, that the output of the requests
+// in w and of a new request stating out output tokens will still take: the
+// KV usage in a report counts what each request has written so far, and a
+// running request's cache grows by a token a step until it finishes. With E
+// = Cost.ExpectedOutputTokens, each pending request (prefill not over) will
+// write about E, each decoding one about E/2 more (half way through, on
+// average), and the new request min(out, E), its max_tokens being a bound,
+// not an expectation. Without the reserve, the bound admits a request onto a
+// replica whose decodes then outgrow its memory, and the engine preempts.
+func (b *base) decodeReserve(w Work, out int) float64 {
+	e := b.cfg.Cost.ExpectedOutputTokens
+	if e <= 0 {
+		return 0
+	}
+	own := e
+	if out > 0 {
+		own = min(out, e)
+	}
+	return float64(max(w.Pending, 0))*float64(e) + float64(w.Decodes())*float64(e)/2 + float64(own)
 }
 
 // WorkOf returns the work p's load model sees on c at now: this balancer's

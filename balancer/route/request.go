@@ -21,8 +21,9 @@ type Request struct {
 	BlockSize int
 	// PromptTokens is the prompt length in tokens (0: len(Hashes)×BlockSize).
 	PromptTokens int
-	// OutputTokens is the expected number of output tokens (0: unknown). It
-	// is informational for now; no policy uses it.
+	// OutputTokens is the request's bound on its output tokens, its
+	// max_tokens (0: unknown). cost_model's KV memory bound reserves
+	// min(OutputTokens, Cost.ExpectedOutputTokens) for its output.
 	OutputTokens int
 	// Now is the decision time, for staleness and the overlay (zero: the
 	// wall clock).

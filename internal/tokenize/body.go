@@ -55,6 +55,16 @@ func (b *Body) Bool(name string) (v, ok bool) {
 	return x.AsBool(), true
 }
 
+// Int returns the top-level field name as an integer; ok is false when the
+// field is absent or holds anything but an integer.
+func (b *Body) Int(name string) (v int64, ok bool) {
+	x, present := dictGet(b.root, name)
+	if !present || !x.IsInt() {
+		return 0, false
+	}
+	return x.AsInt(), true
+}
+
 // ChatBody is Chat for a decoded body.
 func (m *Model) ChatBody(b *Body) (Prompt, error) {
 	if m.sim {
