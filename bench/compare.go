@@ -136,21 +136,29 @@ func Compare(ctx context.Context, cc CompareConfig, log *slog.Logger) ([]*Result
 		}
 		results = append(results, res)
 	}
-	peer := ""
-	for rep := range max(1, cc.Repetitions) {
-		for _, p := range basePlans(cc) {
-			if ctx.Err() != nil {
-				return results, ctx.Err()
-			}
-			run(p, rep)
+	// Repetition 0 runs the base runs first: the best peer, which some
+	// sweeps run, is chosen from them. Later repetitions run every plan,
+	// in reverse order on odd repetitions, so that a machine that slows
+	// down (or speeds up) over a part does not favour the runs that come
+	// first in every repetition.
+	for _, p := range basePlans(cc) {
+		if ctx.Err() != nil {
+			return results, ctx.Err()
 		}
-		if rep == 0 {
-			peer = BestPeer(results, cc.PeerPolicies)
-			if cc.usesBestPeer() {
-				log.Info("bench best peer", "policy", peer)
-			}
+		run(p, 0)
+	}
+	peer := BestPeer(results, cc.PeerPolicies)
+	if cc.usesBestPeer() {
+		log.Info("bench best peer", "policy", peer)
+	}
+	for _, p := range sweepPlans(cc, peer) {
+		if ctx.Err() != nil {
+			return results, ctx.Err()
 		}
-		for _, p := range sweepPlans(cc, peer) {
+		run(p, 0)
+	}
+	for rep := 1; rep < cc.Repetitions; rep++ {
+		for _, p := range repetitionOrder(plans(cc, peer), rep) {
 			if ctx.Err() != nil {
 				return results, ctx.Err()
 			}
@@ -257,6 +265,17 @@ func (cc CompareConfig) balancerPolicies() []string {
 // point of a policy that has no base run.
 func plans(cc CompareConfig, peer string) []plan {
 	return append(basePlans(cc), sweepPlans(cc, peer)...)
+}
+
+// repetitionOrder returns ps in the order repetition rep runs them: as
+// listed on even repetitions, reversed on odd ones.
+func repetitionOrder(ps []plan, rep int) []plan {
+	if rep%2 == 0 {
+		return ps
+	}
+	out := slices.Clone(ps)
+	slices.Reverse(out)
+	return out
 }
 
 // basePlans lists the runs at the base load: policies, nginx baselines and

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -64,6 +65,26 @@ func TestPlans(t *testing.T) {
 				seen[fileName(p.label)] = true
 			}
 		})
+	}
+}
+
+// Odd repetitions run the plans in reverse, so drift of the machine over a
+// part does not always favour the same runs; even ones keep the order.
+func TestRepetitionOrder(t *testing.T) {
+	ps := []plan{{label: "a"}, {label: "b"}, {label: "c"}}
+	labels := func(ps []plan) (out []string) {
+		for _, p := range ps {
+			out = append(out, p.label)
+		}
+		return out
+	}
+	for rep, want := range [][]string{{"a", "b", "c"}, {"c", "b", "a"}, {"a", "b", "c"}} {
+		if got := labels(repetitionOrder(ps, rep)); !slices.Equal(got, want) {
+			t.Errorf("repetition %d runs %v, want %v", rep, got, want)
+		}
+	}
+	if got := labels(ps); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("repetitionOrder changed its input: %v", got)
 	}
 }
 
