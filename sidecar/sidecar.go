@@ -24,7 +24,7 @@ import (
 )
 
 // gossipNode is the sidecar's membership in the gossip (gossip.Node behind
-// an adapter in wire.go).
+// an adapter in gossip.go).
 type gossipNode interface {
 	// Run joins and disseminates until ctx ends, then leaves the cluster and
 	// shuts down before returning.
