@@ -116,7 +116,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		if b.node, err = gossip.New(gc, log.With("component", "gossip"), reg); err != nil {
 			return nil, err
 		}
-		src = b.node.Fleet()
+		src = b.node.Peers()
 	}
 	b.ui = webui.New(webui.Info{Role: "balancer", Name: b.name, Version: buildinfo.Version(), Gossip: b.node != nil},
 		webui.GathererTotals(b.gather, "inferrail_balancer_requests_total", "inferrail_balancer_ttft_seconds",

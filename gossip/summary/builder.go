@@ -74,7 +74,7 @@ type medium struct {
 
 // Builder keeps a replica's exact block set per medium and the summary built
 // from it. It is safe for concurrent use: the sidecar's event loop calls Add
-// and Remove while the gossip node calls Flush, Snapshot and Version.
+// and Remove while the gossip node calls Flush, EncodeSnapshot and Version.
 type Builder struct {
 	cfg Config
 	now func() time.Time
@@ -355,9 +355,9 @@ func (b *Builder) countAtVersionLocked(m Medium) int {
 	return max(n, 0)
 }
 
-// Snapshot returns the encoded summary at the current (epoch, seq). The
-// result is shared: callers must not modify it.
-func (b *Builder) Snapshot() []byte {
+// EncodeSnapshot returns the summary at the current (epoch, seq) encoded as a
+// Snapshot message. The result is shared: callers must not modify it.
+func (b *Builder) EncodeSnapshot() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.snapCache != nil && b.snapVersion == [2]uint64{b.epoch, b.seq} {
