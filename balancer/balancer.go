@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -175,36 +174,14 @@ func nodeName(c GossipConfig) string {
 	return "balancer-" + hex.EncodeToString(b[:])
 }
 
-// gossipConfig maps the gossip section onto gossip.Config.
+// gossipConfig maps the gossip section onto gossip.Config, under the
+// balancer's node name.
 func (b *Balancer) gossipConfig() (gossip.Config, error) {
-	c := b.cfg.Gossip
-	gc := gossip.DefaultConfig()
-	gc.Role = gossip.RoleBalancer
-	host, port, _ := net.SplitHostPort(c.Bind)
-	gc.BindAddr = host
-	gc.BindPort, _ = strconv.Atoi(port)
-	if c.Advertise != "" {
-		if h, p, err := net.SplitHostPort(c.Advertise); err == nil {
-			gc.AdvertiseAddr = h
-			gc.AdvertisePort, _ = strconv.Atoi(p)
-		} else {
-			gc.AdvertiseAddr = c.Advertise
-		}
-	}
-	gc.NodeName = b.name
-	gc.Join = c.Join
-	gc.ClusterLabel = c.ClusterLabel
-	gc.Profile = gossip.Profile(c.Profile)
-	c.Timings.Apply(&gc)
+	nc := b.cfg.Gossip.NodeConfig
+	nc.NodeName = b.name
+	gc, err := nc.Config(gossip.RoleBalancer)
 	gc.Meta = gossip.Meta{Version: buildinfo.Version()}
-	if c.KeyFile != "" {
-		k, err := gossip.LoadKeyFile(c.KeyFile)
-		if err != nil {
-			return gc, err
-		}
-		gc.SecretKey = k
-	}
-	return gc, nil
+	return gc, err
 }
 
 // prober probes replicas through the proxy's transports.
