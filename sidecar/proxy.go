@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -175,7 +173,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tokens, err := p.readPrompt(r, st, r.URL.Path == "/v1/chat/completions")
 		if err != nil {
 			p.m.proxyRequests.WithLabelValues("client_error").Inc()
-			writeOpenAIError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("read request body: %v", err))
+			openai.BadRequest("", "read request body: %v", err).Write(w)
 			return
 		}
 		p.counts.setStream(st.e, st.stream)
@@ -276,27 +274,9 @@ func (p *proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	}
 	p.m.proxyRequests.WithLabelValues("upstream_error").Inc()
 	p.warn.Warn("engine request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	writeOpenAIError(w, http.StatusBadGateway, "BadGateway", "the engine is unreachable: "+err.Error())
-}
-
-// openAIError is vLLM's error body.
-type openAIError struct {
-	Error openAIErrorBody `json:"error"`
-}
-
-type openAIErrorBody struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    int     `json:"code"`
-}
-
-func writeOpenAIError(w http.ResponseWriter, status int, typ, msg string) {
-	b, _ := json.Marshal(openAIError{Error: openAIErrorBody{Message: msg, Type: typ, Code: status}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	// vLLM's body shape; the type stays the sidecar's "BadGateway" (the
+	// balancer's own 502 says "Bad Gateway", openai.StatusError).
+	(&openai.Error{Status: http.StatusBadGateway, Type: "BadGateway", Message: "the engine is unreachable: " + err.Error()}).Write(w)
 }
 
 // dataPathProtocols serves HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on

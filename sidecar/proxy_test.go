@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/openai"
 	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/inferrail/inferrail/internal/tokenize/simtok"
 	"github.com/prometheus/client_golang/prometheus"
@@ -298,7 +299,7 @@ func TestProxyEngineUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var body openAIError
+	var body openai.ErrorResponse
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +311,41 @@ func TestProxyEngineUnreachable(t *testing.T) {
 	}
 	if c := p.counts.Counts(); !cmp.Equal(c, DataPathCounts{}) {
 		t.Errorf("counts after failure = %+v, want zero", c)
+	}
+}
+
+// TestProxyBodyReadErrorIsOpenAIShaped cuts a request body short: the client
+// gets vLLM's error body with 400, byte for byte, and the engine nothing.
+func TestProxyBodyReadErrorIsOpenAIShaped(t *testing.T) {
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the engine got %s %s", r.Method, r.URL.Path)
+	}))
+	defer engine.Close()
+	_, srv, m := testProxyTo(t, engine.URL, nil, nil)
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\""
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	want := `{"error":{"message":"read request body: unexpected EOF","type":"BadRequestError","param":null,"code":400}}`
+	if resp.StatusCode != http.StatusBadRequest || string(body) != want || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("got %d %q %s, want 400 application/json %s", resp.StatusCode, resp.Header.Get("Content-Type"), body, want)
+	}
+	if got := metricValue(t, m.proxyRequests.WithLabelValues("client_error")); got != 1 {
+		t.Errorf("client_error count = %v, want 1", got)
 	}
 }
 
