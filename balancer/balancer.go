@@ -27,6 +27,7 @@ import (
 	"github.com/inferrail/inferrail/balancer/respcache"
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/buildinfo"
+	"github.com/inferrail/inferrail/internal/h2c"
 	"github.com/inferrail/inferrail/internal/tokenize"
 	"github.com/inferrail/inferrail/internal/tracing"
 	"github.com/inferrail/inferrail/internal/webui"
@@ -209,14 +210,6 @@ func (b *Balancer) Addrs(ctx context.Context) (client, admin string, err error) 
 	return b.clientAddr, b.adminAddr, nil
 }
 
-// clientProtocols serves HTTP/1.1 and h2c (HTTP/2 with prior knowledge).
-func clientProtocols() *http.Protocols {
-	var p http.Protocols
-	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	return &p
-}
-
 // Run listens on the client and admin addresses, runs the gossip node and
 // the fleet, and serves until ctx ends; then it stops accepting, drains
 // in-flight requests for up to ShutdownTimeout and leaves the gossip.
@@ -253,7 +246,7 @@ func (b *Balancer) Run(ctx context.Context) error {
 	close(b.ready)
 	b.log.Info("balancer listening", "listen", b.clientAddr, "admin", b.adminAddr, "epp", b.eppAddr)
 
-	client := &http.Server{Handler: b.Handler(), Protocols: clientProtocols(), ReadHeaderTimeout: 10 * time.Second,
+	client := &http.Server{Handler: b.Handler(), Protocols: h2c.ServerProtocols(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
 	admin := &http.Server{Handler: b.AdminHandler(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}

@@ -278,12 +278,3 @@ func (p *proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	// balancer's own 502 says "Bad Gateway", openai.StatusError).
 	(&openai.Error{Status: http.StatusBadGateway, Type: "BadGateway", Message: "the engine is unreachable: " + err.Error()}).Write(w)
 }
-
-// dataPathProtocols serves HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on
-// the same plain-text port.
-func dataPathProtocols() *http.Protocols {
-	var p http.Protocols
-	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	return &p
-}

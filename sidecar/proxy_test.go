@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/inferrail/inferrail/internal/h2c"
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/openai"
 	"github.com/inferrail/inferrail/internal/ratelog"
@@ -72,7 +73,7 @@ func testProxyTo(t *testing.T, target string, tok Tokenizer, obs promptObserver,
 		o(p)
 	}
 	srv := httptest.NewUnstartedServer(p)
-	srv.Config.Protocols = dataPathProtocols()
+	srv.Config.Protocols = h2c.ServerProtocols()
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return p, srv, m
@@ -373,9 +374,7 @@ func TestProxyLargeBodyStreamsUninspected(t *testing.T) {
 }
 
 func h2cClient() *http.Client {
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	return &http.Client{Transport: &http.Transport{Protocols: &p}}
+	return &http.Client{Transport: &http.Transport{Protocols: h2c.ClientProtocols()}}
 }
 
 func waitFor(t *testing.T, c <-chan struct{}, what string) {

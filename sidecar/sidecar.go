@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/gossip/summary"
+	"github.com/inferrail/inferrail/internal/h2c"
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/tracing"
 	"github.com/inferrail/inferrail/sidecar/engine"
@@ -216,7 +217,7 @@ func (s *Sidecar) serve(ctx context.Context, dataLn, adminLn net.Listener) error
 		"engine", s.cfg.EngineURL, "kv_events", s.cfg.KVEvents.Endpoint)
 	dataSrv := &http.Server{
 		Handler:           s.proxy,
-		Protocols:         dataPathProtocols(),
+		Protocols:         h2c.ServerProtocols(),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
