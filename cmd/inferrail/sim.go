@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/inferrail/inferrail/internal/enginesim"
@@ -26,11 +25,7 @@ func (s *stringList) Set(v string) error {
 	if !s.set {
 		s.vals, s.set = nil, true
 	}
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			s.vals = append(s.vals, p)
-		}
-	}
+	s.vals = append(s.vals, splitList(v)...)
 	return nil
 }
 
@@ -83,12 +78,10 @@ func runSim(ctx context.Context, args []string, _, stderr io.Writer) error {
 		cfg.LoRAModules = append(cfg.LoRAModules, enginesim.LoRAModule{Name: name, Path: path})
 	}
 	lat.KVReadPerToken = kvUS * 1000
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	log, err := levelLogger(*logLevel, stderr)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	var err error
 	if cfg.Faults, err = enginesim.ParseFaults(*faults); err != nil {
 		return fmt.Errorf("--faults: %w", err)
 	}
