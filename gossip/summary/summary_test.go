@@ -399,6 +399,25 @@ func BenchmarkBuilderAdd(b *testing.B) {
 	}
 }
 
+// BenchmarkBuilderReset measures a rebuild from a whole set of 32,768 GPU
+// blocks (an H100's worth): the set, the per-key counts and the filter.
+func BenchmarkBuilderReset(b *testing.B) {
+	bl, err := NewBuilder(DefaultConfig(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(27, 28))
+	hs := make([]kvblock.Hash, 32768)
+	for i := range hs {
+		hs[i] = kvblock.Hash(r.Uint64())
+	}
+	sets := map[Medium][]kvblock.Hash{MediumGPU: hs}
+	b.ReportAllocs()
+	for b.Loop() {
+		bl.Reset(sets)
+	}
+}
+
 // TestViewForgetsRemovedBlocks follows a builder through random additions
 // and removals, with a view fed its deltas and a second view started from a
 // snapshot midway: held blocks are always found (no false negatives), blocks
