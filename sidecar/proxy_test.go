@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/inferrail/inferrail/internal/h2c"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/logtest"
 	"github.com/inferrail/inferrail/internal/openai"
 	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/inferrail/inferrail/internal/tokenize/simtok"
@@ -429,7 +429,7 @@ func TestEngineFailureWarningIsRateLimited(t *testing.T) {
 	}
 	dead := "http://" + ln.Addr().String()
 	ln.Close() // nothing listens there now
-	var buf syncBuffer
+	var buf logtest.Buffer
 	_, srv, _ := testProxyTo(t, dead, nil, nil, func(p *proxy) {
 		p.warn = ratelog.New(slog.New(slog.NewTextHandler(&buf, nil)), time.Minute)
 	})
@@ -446,22 +446,4 @@ func TestEngineFailureWarningIsRateLimited(t *testing.T) {
 	if n := strings.Count(buf.String(), "engine request failed"); n != 1 {
 		t.Errorf("%d warnings for 5 failed requests, want 1:\n%s", n, buf.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the handler's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
