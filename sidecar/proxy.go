@@ -31,6 +31,31 @@ type promptObserver interface {
 // proxy is the data path: a reverse proxy to the engine that streams every
 // response unbuffered, removes hop-by-hop headers, cancels the engine request
 // when the client goes away and counts the work in flight.
+//
+// It is built on httputil.ReverseProxy, not on the balancer's hand-written
+// balancer/proxy (Send and Stream), because the sidecar's leg needs what that
+// package leaves out on purpose, and using it would change what the engine
+// and the balancer see:
+//   - a request body over MaxInspectBytes streams to the engine unread
+//     (readPrompt); Send takes the whole body as bytes, which the balancer
+//     has already read for routing;
+//   - the 102 Processing the balancer waits for is the sidecar's own, written
+//     from the handler's goroutine inside RoundTrip (acceptedTrip) when the
+//     engine's metrics say the request runs, and the engine's own 1xx
+//     responses are passed on; Send only reports a 102 to a callback on the
+//     transport's goroutine and forwards no 1xx;
+//   - the load report goes out as a trailer the sidecar declares before the
+//     engine answers; ReverseProxy adds the engine's announced trailers to
+//     that declaration, where Stream, when the engine announces any,
+//     replaces the Trailer header with the engine's;
+//   - an engine stream cut midway aborts the client's connection
+//     (http.ErrAbortHandler), so the balancer sees a failed stream rather
+//     than a clean end; Stream returns the error to a caller that decides;
+//   - the engine gets X-Forwarded-Host and X-Forwarded-Proto besides
+//     X-Forwarded-For (SetXForwarded), as it always has.
+//
+// What the balancer's proxy adds (dial errors typed for a retry, the
+// first-byte timeout, upstream API keys) has no use on one local engine.
 type proxy struct {
 	cfg     ProxyConfig
 	log     *slog.Logger
