@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/inferrail/inferrail/balancer/respcache"
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/buildinfo"
+	"github.com/inferrail/inferrail/internal/h2c"
 	"github.com/inferrail/inferrail/internal/tokenize"
 	"github.com/inferrail/inferrail/internal/tracing"
 	"github.com/inferrail/inferrail/internal/webui"
@@ -116,7 +116,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		if b.node, err = gossip.New(gc, log.With("component", "gossip"), reg); err != nil {
 			return nil, err
 		}
-		src = b.node.Fleet()
+		src = b.node.Peers()
 	}
 	b.ui = webui.New(webui.Info{Role: "balancer", Name: b.name, Version: buildinfo.Version(), Gossip: b.node != nil},
 		webui.GathererTotals(b.gather, "inferrail_balancer_requests_total", "inferrail_balancer_ttft_seconds",
@@ -175,36 +175,14 @@ func nodeName(c GossipConfig) string {
 	return "balancer-" + hex.EncodeToString(b[:])
 }
 
-// gossipConfig maps the gossip section onto gossip.Config.
+// gossipConfig maps the gossip section onto gossip.Config, under the
+// balancer's node name.
 func (b *Balancer) gossipConfig() (gossip.Config, error) {
-	c := b.cfg.Gossip
-	gc := gossip.DefaultConfig()
-	gc.Role = gossip.RoleBalancer
-	host, port, _ := net.SplitHostPort(c.Bind)
-	gc.BindAddr = host
-	gc.BindPort, _ = strconv.Atoi(port)
-	if c.Advertise != "" {
-		if h, p, err := net.SplitHostPort(c.Advertise); err == nil {
-			gc.AdvertiseAddr = h
-			gc.AdvertisePort, _ = strconv.Atoi(p)
-		} else {
-			gc.AdvertiseAddr = c.Advertise
-		}
-	}
-	gc.NodeName = b.name
-	gc.Join = c.Join
-	gc.ClusterLabel = c.ClusterLabel
-	gc.Profile = gossip.Profile(c.Profile)
-	c.Timings.Apply(&gc)
+	nc := b.cfg.Gossip.NodeConfig
+	nc.NodeName = b.name
+	gc, err := nc.Config(gossip.RoleBalancer)
 	gc.Meta = gossip.Meta{Version: buildinfo.Version()}
-	if c.KeyFile != "" {
-		k, err := gossip.LoadKeyFile(c.KeyFile)
-		if err != nil {
-			return gc, err
-		}
-		gc.SecretKey = k
-	}
-	return gc, nil
+	return gc, err
 }
 
 // prober probes replicas through the proxy's transports.
@@ -230,14 +208,6 @@ func (b *Balancer) Addrs(ctx context.Context) (client, admin string, err error) 
 	b.readyMu.Lock()
 	defer b.readyMu.Unlock()
 	return b.clientAddr, b.adminAddr, nil
-}
-
-// clientProtocols serves HTTP/1.1 and h2c (HTTP/2 with prior knowledge).
-func clientProtocols() *http.Protocols {
-	var p http.Protocols
-	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	return &p
 }
 
 // Run listens on the client and admin addresses, runs the gossip node and
@@ -276,7 +246,7 @@ func (b *Balancer) Run(ctx context.Context) error {
 	close(b.ready)
 	b.log.Info("balancer listening", "listen", b.clientAddr, "admin", b.adminAddr, "epp", b.eppAddr)
 
-	client := &http.Server{Handler: b.Handler(), Protocols: clientProtocols(), ReadHeaderTimeout: 10 * time.Second,
+	client := &http.Server{Handler: b.Handler(), Protocols: h2c.ServerProtocols(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}
 	admin := &http.Server{Handler: b.AdminHandler(), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)}

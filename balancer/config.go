@@ -219,31 +219,17 @@ func (d *DiscoveryConfig) validate(bad func(string, ...any)) {
 	}
 }
 
-// GossipConfig configures the balancer's gossip membership.
+// GossipConfig configures the balancer's gossip membership: the section
+// every role shares (gossip.NodeConfig) and whether to join at all. An empty
+// advertise address means the bind address; an empty node name means the
+// host name, "-balancer" and the gossip port when the port is fixed, else
+// "balancer-" and a random suffix (nodeName).
 type GossipConfig struct {
 	// Enabled joins the gossip to learn sidecars.
 	Enabled bool `yaml:"enabled"`
-	// Bind is the gossip bind IP:port (port 0 picks one).
-	Bind string `yaml:"bind"`
-	// Advertise is the address other nodes use (IP or IP:port; empty: the
-	// bind address).
-	Advertise string `yaml:"advertise"`
-	// NodeName is the unique node name (empty: the host name, "-balancer"
-	// and the gossip port).
-	NodeName string `yaml:"node_name"`
-	// Join lists seeds host:port.
-	Join []string `yaml:"join"`
-	// KeyFile holds the encryption key (base64 or raw 16/24/32 bytes).
-	KeyFile string `yaml:"key_file"`
-	// ClusterLabel separates clusters on one network.
-	ClusterLabel string `yaml:"cluster_label"`
-	// Profile is lan or local.
-	Profile string `yaml:"profile"`
-	// Timings set how long gossiped load and summaries stay trusted
-	// (load_max_age, summary_max_age) and how soon a view that fell behind
-	// asks a sidecar for a snapshot (resync_after, resync_interval); zero
-	// keeps the gossip's default.
-	gossip.Timings `yaml:",inline"`
+	// NodeConfig is the bind and advertise addresses, node name, seeds,
+	// key file, cluster label, profile and timings.
+	gossip.NodeConfig `yaml:",inline"`
 }
 
 // RoutingConfig holds the routing defaults.
@@ -320,7 +306,7 @@ func DefaultConfig() Config {
 		Admin:           "127.0.0.1:9090",
 		MaxBodyBytes:    32 << 20,
 		ShutdownTimeout: 30 * time.Second,
-		Gossip:          GossipConfig{Enabled: true, Bind: "0.0.0.0:7946", Profile: string(gossip.ProfileLAN)},
+		Gossip:          GossipConfig{Enabled: true, NodeConfig: gossip.NodeConfig{Bind: "0.0.0.0:7946", Profile: string(gossip.ProfileLAN)}},
 		Routing:         RoutingConfig{DefaultPolicy: route.PolicyCostModel, Seed: 1},
 		Health:          fleet.DefaultHealthConfig(),
 		Retry:           RetryConfig{MaxAttempts: 3, BackoffBase: 25 * time.Millisecond, BackoffMax: time.Second},

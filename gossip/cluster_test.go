@@ -42,7 +42,7 @@ func TestClusterConvergesAndDisseminates(t *testing.T) {
 		balancers := c.Nodes[3:]
 		holds := func(b *gossip.Node, sidecar int, h kvblock.Hash) bool {
 			now := time.Now()
-			m := b.Fleet().Snapshot().Member(c.Nodes[sidecar].Name())
+			m := b.Peers().View().Member(c.Nodes[sidecar].Name())
 			if m == nil {
 				return false
 			}
@@ -88,7 +88,7 @@ func TestClusterConvergesAndDisseminates(t *testing.T) {
 				if i == 2 {
 					continue
 				}
-				m := n.Fleet().Snapshot().Member("sidecar-2")
+				m := n.Peers().View().Member("sidecar-2")
 				if m == nil || m.Status != gossip.StatusDead {
 					return false
 				}
@@ -104,7 +104,7 @@ func TestClusterConvergesAndDisseminates(t *testing.T) {
 			t.Logf("killed sidecar declared dead everywhere after %v (bound %v)", d, bound)
 		}
 		for _, b := range balancers {
-			m := b.Fleet().Snapshot().Member("sidecar-2")
+			m := b.Peers().View().Member("sidecar-2")
 			if v, fresh := m.Summary(time.Now()); fresh || v.Info().Valid {
 				t.Errorf("%s still holds sidecar-2's summary", b.Name())
 			}
@@ -124,11 +124,11 @@ func TestLeaveIsGraceful(t *testing.T) {
 		}
 		c.Leave(1)
 		left := func() bool {
-			m := c.Nodes[2].Fleet().Snapshot().Member("sidecar-1")
+			m := c.Nodes[2].Peers().View().Member("sidecar-1")
 			return m != nil && m.Status == gossip.StatusLeft
 		}
 		if !gossiptest.WaitFor(5*time.Second, 10*time.Millisecond, left) {
-			m := c.Nodes[2].Fleet().Snapshot().Member("sidecar-1")
+			m := c.Nodes[2].Peers().View().Member("sidecar-1")
 			t.Fatalf("sidecar-1 not marked left: %+v", m)
 		}
 	})
@@ -147,7 +147,7 @@ func TestStaleLoadAndResync(t *testing.T) {
 		bal := c.Nodes[1]
 		fresh := func(h kvblock.Hash) func() bool {
 			return func() bool {
-				m := bal.Fleet().Snapshot().Member("sidecar-0")
+				m := bal.Peers().View().Member("sidecar-0")
 				if m == nil {
 					return false
 				}
@@ -180,7 +180,7 @@ func TestStaleLoadAndResync(t *testing.T) {
 		// Stop announcements: load and summary go stale.
 		c.Kill(0)
 		time.Sleep(2500 * time.Millisecond)
-		m := bal.Fleet().Snapshot().Member("sidecar-0")
+		m := bal.Peers().View().Member("sidecar-0")
 		if _, fresh, _ := m.Load(time.Now()); fresh {
 			t.Error("load still fresh 2.5s after the sidecar died")
 		}
@@ -204,7 +204,7 @@ func TestNewEpochReachesBalancers(t *testing.T) {
 		}
 		c.Nodes[0].SetSummarySource(b)
 		view := func(bal *gossip.Node) (*summary.View, bool) {
-			m := bal.Fleet().Snapshot().Member("sidecar-0")
+			m := bal.Peers().View().Member("sidecar-0")
 			if m == nil {
 				return nil, false
 			}
@@ -265,7 +265,7 @@ func TestJoinRetriesUntilSeedIsUp(t *testing.T) {
 		go func() { defer close(done); _ = a.Run(ctx) }()
 
 		time.Sleep(20 * time.Second) // several failed attempts
-		if n := len(a.Fleet().Snapshot().Members); n != 1 {
+		if n := len(a.Peers().View().Members); n != 1 {
 			t.Fatalf("a sees %d members before the seed is up", n)
 		}
 		trSeed.Revive()
@@ -276,7 +276,7 @@ func TestJoinRetriesUntilSeedIsUp(t *testing.T) {
 		seedDone := make(chan struct{})
 		go func() { defer close(seedDone); _ = seed.Run(ctx) }()
 		joined := func() bool {
-			m := a.Fleet().Snapshot().Member("seed")
+			m := a.Peers().View().Member("seed")
 			return m != nil && m.Status == gossip.StatusAlive
 		}
 		// The backoff is capped at JoinRetryMax (30s).

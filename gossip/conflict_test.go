@@ -57,7 +57,7 @@ func TestNameConflictRefusesToJoin(t *testing.T) {
 	case <-time.After(30 * time.Second): // a hang guard
 		t.Fatal("the node with a taken name kept running")
 	}
-	m := bal.Fleet().Snapshot().Member("dup")
+	m := bal.Peers().View().Member("dup")
 	if m == nil || m.Status != StatusAlive || m.ml.Address() != first.Addr() {
 		t.Fatalf("the balancer's view of dup: %+v, want alive at %s", m, first.Addr())
 	}

@@ -63,11 +63,11 @@ func (n *Node) tickLoop(ctx context.Context) {
 
 func (n *Node) tick() {
 	now := time.Now()
-	n.fleet.expire(now)
+	n.peers.expire(now)
 	if n.cfg.Role != RoleSidecar {
 		return
 	}
-	snap := n.fleet.Snapshot()
+	snap := n.peers.View()
 	var balancers, watchers []*memberlist.Node
 	for i := range snap.Members {
 		m := &snap.Members[i]
@@ -150,12 +150,12 @@ func (n *Node) snapshotLoop(ctx context.Context) {
 				continue // rate-limited: the balancer asks again
 			}
 			box := n.src.Load()
-			m := n.fleet.alive(name)
+			m := n.peers.alive(name)
 			if box == nil || m == nil || m.Meta.Role != RoleBalancer {
 				continue
 			}
 			n.snapSentAt[name] = now
-			msg := marshalSummary(n.cfg.NodeName, box.s.Snapshot())
+			msg := marshalSummary(n.cfg.NodeName, box.s.EncodeSnapshot())
 			n.m.messages.WithLabelValues("out", "summary").Inc()
 			n.m.messageBytes.WithLabelValues("out", "summary").Add(float64(len(msg)))
 			n.m.resyncServed.Inc()
@@ -199,7 +199,7 @@ func (n *Node) handle(b []byte, now time.Time) {
 	t := typeName(h.typ)
 	n.m.messages.WithLabelValues("in", t).Inc()
 	n.m.messageBytes.WithLabelValues("in", t).Add(float64(len(b)))
-	m := n.fleet.alive(h.from)
+	m := n.peers.alive(h.from)
 	if m == nil || m.Self {
 		n.reject("unknown_sender", h.from, nil)
 		return

@@ -31,7 +31,7 @@
 // with the right role. With SecretKey set, memberlist encrypts every packet
 // and stream, so a node with another key can neither join nor inject.
 //
-// The receiving side is the Fleet: an immutable FleetSnapshot of members
+// The receiving side is Peers: an immutable PeersView of members
 // (read lock-free through an atomic pointer) whose load and summary are
 // updated atomically in place, each with an age; load older than LoadMaxAge
 // and summaries not confirmed within SummaryMaxAge are reported stale, and a

@@ -33,7 +33,7 @@ func FuzzHandle(f *testing.F) {
 	f.Add((&announce{From: "side", SentAt: 1, Load: Load{Running: 3}, Epoch: 4, Seq: 5}).marshal(), false)
 	f.Add(marshalResync("bal"), false)
 	f.Add(marshalLeave("side"), false)
-	f.Add(b.Snapshot(), true)
+	f.Add(b.EncodeSnapshot(), true)
 	deltas, _ := b.Flush()
 	for _, d := range deltas {
 		f.Add(d, true)
@@ -56,7 +56,7 @@ func FuzzHandle(f *testing.F) {
 		now := time.Now()
 		bal.handle(msg, now)
 		side.handle(msg, now)
-		m := bal.Fleet().Snapshot().Member("side")
+		m := bal.Peers().View().Member("side")
 		if m == nil {
 			t.Fatal("the balancer forgot the sidecar")
 		}

@@ -62,14 +62,14 @@ func TestHandleRejects(t *testing.T) {
 			}
 		})
 	}
-	if m := bal.Fleet().Snapshot().Member("obs"); m != nil {
+	if m := bal.Peers().View().Member("obs"); m != nil {
 		if lr, _, ok := m.Load(now); ok && lr.Load.Running == 42 {
 			t.Error("observer's forged load accepted")
 		}
 	}
 	// A well-formed announcement from the sidecar is accepted.
 	bal.handle(ann("side"), now)
-	if lr, _, ok := bal.Fleet().Snapshot().Member("side").Load(now); !ok || lr.Load.Running != 42 {
+	if lr, _, ok := bal.Peers().View().Member("side").Load(now); !ok || lr.Load.Running != 42 {
 		t.Errorf("genuine announcement not applied: %+v", lr)
 	}
 }
@@ -137,10 +137,10 @@ func TestMetaUpdates(t *testing.T) {
 		t.Fatalf("UpdateMeta: %+v", m)
 	}
 	if !waitFor(t, 5*time.Second, func() bool {
-		self := n.Fleet().Snapshot().Member("meta")
+		self := n.Peers().View().Member("meta")
 		return self != nil && self.Meta.Engine == "vllm"
 	}) {
-		t.Fatalf("fleet's self entry: %+v", n.Fleet().Snapshot().Member("meta"))
+		t.Fatalf("peers' self entry: %+v", n.Peers().View().Member("meta"))
 	}
 	if err := n.UpdateMeta(func(m *Meta) { m.Version = strings.Repeat("v", 600) }); !errors.Is(err, ErrMetaTooLarge) {
 		t.Fatalf("oversized metadata: %v", err)

@@ -91,7 +91,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func (n *Node) membersResponse() MembersResponse {
-	s := n.fleet.Snapshot()
+	s := n.peers.View()
 	resp := MembersResponse{Self: s.Self, Members: make([]MemberInfo, 0, len(s.Members))}
 	for i := range s.Members {
 		m := &s.Members[i]
@@ -104,7 +104,7 @@ func (n *Node) membersResponse() MembersResponse {
 }
 
 func (n *Node) stateResponse(now time.Time) StateResponse {
-	s := n.fleet.Snapshot()
+	s := n.peers.View()
 	resp := StateResponse{Self: s.Self, Role: n.cfg.Role.String(), At: now, Members: make([]MemberState, 0, len(s.Members))}
 	for i := range s.Members {
 		m := &s.Members[i]
@@ -158,7 +158,7 @@ func (n *Node) selfState(ms *MemberState, now time.Time) {
 			}
 		}
 	}
-	if snap, err := summary.UnmarshalSnapshot(box.s.Snapshot()); err == nil {
+	if snap, err := summary.UnmarshalSnapshot(box.s.EncodeSnapshot()); err == nil {
 		for _, f := range snap.Filters {
 			st.Bytes += 8 * len(f.Words)
 		}

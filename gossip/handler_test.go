@@ -30,7 +30,7 @@ func TestHandlerAndFetch(t *testing.T) {
 	b.Add(42, summary.MediumGPU)
 	side.SetSummarySource(b)
 	if !waitFor(t, 10*time.Second, func() bool {
-		m := bal.Fleet().Snapshot().Member("side")
+		m := bal.Peers().View().Member("side")
 		if m == nil || len(m.Meta.Models) == 0 {
 			return false
 		}

@@ -23,11 +23,11 @@ import (
 // implements it. Methods are called from the node's goroutines.
 type SummarySource interface {
 	// Flush returns pending deltas, or newEpoch = true when a rebuild began
-	// (the node then sends Snapshot to every balancer).
+	// (the node then sends a snapshot to every balancer).
 	Flush() (deltas [][]byte, newEpoch bool)
-	// Snapshot returns the encoded summary at the current version; the node
+	// EncodeSnapshot returns the encoded summary at the current version; the node
 	// does not modify it.
-	Snapshot() []byte
+	EncodeSnapshot() []byte
 	// Version returns the current epoch and sequence.
 	Version() (epoch, seq uint64)
 }
@@ -43,7 +43,7 @@ type Node struct {
 	warn  *ratelog.Logger // for what peers can cause once per message
 	m     *metrics
 	ml    *memberlist.Memberlist
-	fleet *Fleet
+	peers *Peers
 
 	metaMu    sync.Mutex    // serializes UpdateMeta
 	metaDirty chan struct{} // signals metaLoop
@@ -106,7 +106,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error)
 	n.metaEnc.Store(&enc)
 	n.load.Store(&Load{})
 	n.m = newMetrics(func() float64 { return float64(n.ml.GetHealthScore()) })
-	n.fleet = newFleet(cfg, n.countMembers)
+	n.peers = newPeers(cfg, n.countMembers)
 
 	mc := cfg.memberlistConfig()
 	mc.Logger = newStdLogger(log)
@@ -162,8 +162,8 @@ func (n *Node) Name() string { return n.cfg.NodeName }
 // use as a join seed.
 func (n *Node) Addr() string { return n.ml.LocalNode().Address() }
 
-// Fleet returns the node's view of the cluster.
-func (n *Node) Fleet() *Fleet { return n.fleet }
+// Peers returns the members of the cluster as this node sees them.
+func (n *Node) Peers() *Peers { return n.peers }
 
 // SetLoad sets the load a sidecar announces from the next tick on.
 func (n *Node) SetLoad(l Load) { n.load.Store(&l) }
@@ -285,7 +285,7 @@ func (n *Node) Leave() error {
 	// Say goodbye first: memberlist's leave callback cannot tell a leave
 	// from a failure.
 	bye := marshalLeave(n.cfg.NodeName)
-	s := n.fleet.Snapshot()
+	s := n.peers.View()
 	for i := range s.Members {
 		if m := &s.Members[i]; !m.Self && m.Status == StatusAlive {
 			n.sendBestEffort(&m.ml, msgLeave, bye)
@@ -345,7 +345,7 @@ func (n *Node) joinLoop(ctx context.Context) {
 }
 
 // countMembers updates the members gauge from a new snapshot.
-func (n *Node) countMembers(s *FleetSnapshot) {
+func (n *Node) countMembers(s *PeersView) {
 	n.m.members.Reset()
 	for i := range s.Members {
 		m := &s.Members[i]
@@ -392,7 +392,7 @@ func (delegate) LocalState(join bool) []byte { return nil }
 func (delegate) MergeRemoteState(buf []byte, join bool) {}
 
 // events adapts Node to memberlist.EventDelegate. Calls come with
-// memberlist's locks held: they only update the fleet.
+// memberlist's locks held: they only update Peers.
 type events struct{ n *Node }
 
 var _ memberlist.EventDelegate = events{}
@@ -407,17 +407,17 @@ func (e events) meta(node *memberlist.Node) Meta {
 
 // NotifyJoin implements memberlist.EventDelegate.
 func (e events) NotifyJoin(node *memberlist.Node) {
-	e.n.fleet.upsert(node, e.meta(node), time.Now())
+	e.n.peers.upsert(node, e.meta(node), time.Now())
 	e.n.log.Debug("member joined", "member", node.Name, "addr", node.Address())
 }
 
 // NotifyUpdate implements memberlist.EventDelegate.
 func (e events) NotifyUpdate(node *memberlist.Node) {
-	e.n.fleet.upsert(node, e.meta(node), time.Now())
+	e.n.peers.upsert(node, e.meta(node), time.Now())
 }
 
 // NotifyLeave implements memberlist.EventDelegate.
 func (e events) NotifyLeave(node *memberlist.Node) {
-	st := e.n.fleet.remove(node.Name, time.Now())
+	st := e.n.peers.remove(node.Name, time.Now())
 	e.n.log.Info("member gone", "member", node.Name, "status", st.String())
 }

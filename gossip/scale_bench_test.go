@@ -118,7 +118,7 @@ func runScale(tb testing.TB, sidecars, balancers, rate int, duration time.Durati
 	allSeen := func() bool {
 		for _, bn := range balNodes {
 			n := 0
-			for _, m := range bn.Fleet().Snapshot().Members {
+			for _, m := range bn.Peers().View().Members {
 				if m.Status == gossip.StatusAlive && m.Meta.Role == gossip.RoleSidecar {
 					n++
 				}
@@ -145,7 +145,7 @@ func runScale(tb testing.TB, sidecars, balancers, rate int, duration time.Durati
 	allFresh := func() bool {
 		now := time.Now()
 		for _, bn := range balNodes {
-			for _, m := range bn.Fleet().Snapshot().Members {
+			for _, m := range bn.Peers().View().Members {
 				if m.Meta.Role == gossip.RoleSidecar {
 					if _, ok := m.Summary(now); !ok {
 						return false

@@ -37,7 +37,7 @@ func BenchmarkSendPaths(b *testing.B) {
 	}
 	var to *Member
 	for to == nil {
-		to = side.fleet.alive("bal")
+		to = side.peers.alive("bal")
 	}
 	body := make([]byte, 1200)
 	for i := range body {

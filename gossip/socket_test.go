@@ -62,7 +62,7 @@ func waitFor(t *testing.T, within time.Duration, cond func() bool) bool {
 }
 
 func sees(n *Node, name string) bool {
-	m := n.Fleet().Snapshot().Member(name)
+	m := n.Peers().View().Member(name)
 	return m != nil && m.Status == StatusAlive
 }
 
@@ -79,7 +79,7 @@ func TestSocketsEncryptionAndLabels(t *testing.T) {
 		t.Fatal("nodes with the same key did not converge")
 	}
 	loadOf := func() (LoadReport, bool) {
-		m := bal.Fleet().Snapshot().Member("side")
+		m := bal.Peers().View().Member("side")
 		if m == nil {
 			return LoadReport{}, false
 		}
@@ -100,7 +100,7 @@ func TestSocketsEncryptionAndLabels(t *testing.T) {
 	}
 	side.SetSummarySource(b)
 	if !waitFor(t, 10*time.Second, func() bool {
-		v, fresh := bal.Fleet().Snapshot().Member("side").Summary(time.Now())
+		v, fresh := bal.Peers().View().Member("side").Summary(time.Now())
 		return fresh && v.Contains(19999*7919, summary.MediumGPU) && v.Contains(0, summary.MediumGPU)
 	}) {
 		t.Fatal("balancer did not receive the summary snapshot over TCP")
@@ -142,11 +142,11 @@ func TestSocketsEncryptionAndLabels(t *testing.T) {
 		return count >= 5
 	})
 	for _, name := range []string{"intruder", "stranger"} {
-		if bal.Fleet().Snapshot().Member(name) != nil {
+		if bal.Peers().View().Member(name) != nil {
 			t.Errorf("balancer lists %s", name)
 		}
 	}
-	if n := len(wrongKey.Fleet().Snapshot().Members); n != 1 {
+	if n := len(wrongKey.Peers().View().Members); n != 1 {
 		t.Errorf("intruder sees %d members, want only itself", n)
 	}
 }

@@ -123,33 +123,19 @@ type SummaryConfig struct {
 	RebuildRemovedFraction float64 `yaml:"rebuild_removed_fraction"`
 }
 
-// GossipConfig is the sidecar's membership in the gossip.
+// GossipConfig is the sidecar's membership in the gossip: the section every
+// role shares (gossip.NodeConfig) and the Kubernetes node. An empty advertise
+// address means POD_IP, else the bind address; an empty node name means
+// POD_NAME, else the host name and the gossip port (gossip.DefaultNodeName).
+// The timings a sidecar uses are the announcement and summary-delta period
+// (load_interval, 100ms) and the snapshot rate limit (resync_interval, 1s).
 type GossipConfig struct {
-	// Bind is the gossip bind address (host:port).
-	Bind string `yaml:"bind"`
-	// Advertise is the address other nodes reach this node at (host or
-	// host:port); empty means POD_IP, else the bind address.
-	Advertise string `yaml:"advertise"`
-	// NodeName is the unique node name; empty means POD_NAME, else the host
-	// name and the gossip port (gossip.DefaultNodeName).
-	NodeName string `yaml:"node_name"`
+	// NodeConfig is the bind and advertise addresses, node name, seeds,
+	// key file, cluster label, profile and timings.
+	gossip.NodeConfig `yaml:",inline"`
 	// KubeNode is the Kubernetes node the pod runs on (NODE_NAME), carried for
 	// operators only.
 	KubeNode string `yaml:"kube_node"`
-	// Join lists seed nodes (host:port; DNS names are re-resolved on retries).
-	Join []string `yaml:"join"`
-	// KeyFile holds the gossip encryption key (16, 24 or 32 bytes, raw or
-	// base64). Empty means no encryption.
-	KeyFile string `yaml:"key_file"`
-	// ClusterLabel separates clusters that share a network.
-	ClusterLabel string `yaml:"cluster_label"`
-	// Profile picks the failure-detection timings: lan (production) or local
-	// (one machine: faster probes).
-	Profile string `yaml:"profile"`
-	// Timings set the announcement and summary-delta period
-	// (load_interval, 100ms) and the snapshot rate limit (resync_interval,
-	// 1s); zero keeps the gossip's default.
-	gossip.Timings `yaml:",inline"`
 }
 
 // DefaultConfig returns the defaults every field starts from.
@@ -182,10 +168,10 @@ func DefaultConfig() Config {
 			RebuildPeriod:          5 * time.Minute,
 			RebuildRemovedFraction: 0.25,
 		},
-		Gossip: GossipConfig{
+		Gossip: GossipConfig{NodeConfig: gossip.NodeConfig{
 			Bind:    "127.0.0.1:7946",
 			Profile: "lan",
-		},
+		}},
 		Observability: ObservabilityConfig{Config: tracing.DefaultConfig()},
 	}
 }

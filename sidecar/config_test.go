@@ -25,12 +25,12 @@ func TestLoadConfigFileGood(t *testing.T) {
 	full.Scrape = ScrapeConfig{Path: "/metrics", Interval: 100 * time.Millisecond, Timeout: 250 * time.Millisecond, MaxBytes: 1 << 20}
 	full.Proxy = ProxyConfig{MaxIdleConnsPerHost: 256, DialTimeout: time.Second, MaxInspectBytes: 4 << 20}
 	full.Summary = SummaryConfig{FalsePositiveRate: 0.02, Capacity: 30000, RebuildPeriod: 2 * time.Minute, RebuildRemovedFraction: 0.5}
-	full.Gossip = GossipConfig{
+	full.Gossip = GossipConfig{NodeConfig: gossip.NodeConfig{
 		Bind: "0.0.0.0:7946", Advertise: "10.0.0.7", NodeName: "engine-0", Profile: "local",
 		Join:    []string{"balancer-0.balancer:7946", "balancer-1.balancer:7946"},
 		KeyFile: "/etc/inferrail/gossip.key", ClusterLabel: "prod",
 		Timings: gossip.Timings{LoadInterval: 5 * time.Millisecond, ResyncAfter: 15 * time.Millisecond, ResyncInterval: 50 * time.Millisecond},
-	}
+	}}
 	minimal := DefaultConfig()
 	minimal.KVEvents.Endpoint = "tcp://127.0.0.1:5557"
 

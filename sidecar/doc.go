@@ -17,7 +17,7 @@
 //   - events.go, summary.go: the state machine choosing the summary's source
 //     (exact or approximate) and the feed into the summary builder.
 //   - admin.go: /metrics, /healthz, /v1/gossip/*, /v1/summary, /v1/load.
-//   - sidecar.go, state.go, wire.go: New and Run, which compose everything
+//   - sidecar.go, state.go, gossip.go: New and Run, which compose everything
 //     under one errgroup and shut down in order (leave the gossip, then
 //     drain); the control loop; the gossip node adapter.
 package sidecar

@@ -36,9 +36,9 @@ type exactSource interface {
 	// doubles none. fn may run before Resync returns or later, on the
 	// goroutine that applies changes; it must not call back into the source.
 	Resync(fn func(sets map[string][]kvblock.Hash, complete bool))
-	// Snapshot returns a copy of the whole exact set, for debugging; unlike
+	// Sets returns a copy of the whole exact set per medium, for debugging; unlike
 	// Resync it does not count as a summary rebuild.
-	Snapshot() map[string][]kvblock.Hash
+	Sets() map[string][]kvblock.Hash
 	// SetEngine passes what the engine's metrics page says: its block size
 	// (0 unknown), authoritative over the one the set started with, and its
 	// GPU blocks per data-parallel engine (0 unknown), which bounds each

@@ -43,7 +43,7 @@ func (f *fakeExact) SetEngine(blockSize, blocksPerRank int) {
 	f.blockSize, f.blocksPerRank = blockSize, blocksPerRank
 }
 
-func (f *fakeExact) Snapshot() map[string][]kvblock.Hash {
+func (f *fakeExact) Sets() map[string][]kvblock.Hash {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.sets
@@ -90,7 +90,7 @@ func newControllerRig(t *testing.T, withEvents bool, capacity int) *controllerRi
 func (r *controllerRig) view(t *testing.T) *summary.View {
 	t.Helper()
 	v := summary.NewView()
-	snap := r.feed.Snapshot()
+	snap := r.feed.EncodeSnapshot()
 	if snap == nil {
 		t.Fatal("no summary snapshot")
 	}

@@ -185,8 +185,8 @@ func (p *exactPipeline) Resync(fn func(map[string][]kvblock.Hash, bool)) {
 	fn(sets, !p.incomplete.Load())
 }
 
-// Snapshot implements exactSource.
-func (p *exactPipeline) Snapshot() map[string][]kvblock.Hash {
+// Sets implements exactSource.
+func (p *exactPipeline) Sets() map[string][]kvblock.Hash {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.setsLocked()

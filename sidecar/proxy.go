@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -33,6 +31,31 @@ type promptObserver interface {
 // proxy is the data path: a reverse proxy to the engine that streams every
 // response unbuffered, removes hop-by-hop headers, cancels the engine request
 // when the client goes away and counts the work in flight.
+//
+// It is built on httputil.ReverseProxy, not on the balancer's hand-written
+// balancer/proxy (Send and Stream), because the sidecar's leg needs what that
+// package leaves out on purpose, and using it would change what the engine
+// and the balancer see:
+//   - a request body over MaxInspectBytes streams to the engine unread
+//     (readPrompt); Send takes the whole body as bytes, which the balancer
+//     has already read for routing;
+//   - the 102 Processing the balancer waits for is the sidecar's own, written
+//     from the handler's goroutine inside RoundTrip (acceptedTrip) when the
+//     engine's metrics say the request runs, and the engine's own 1xx
+//     responses are passed on; Send only reports a 102 to a callback on the
+//     transport's goroutine and forwards no 1xx;
+//   - the load report goes out as a trailer the sidecar declares before the
+//     engine answers; ReverseProxy adds the engine's announced trailers to
+//     that declaration, where Stream, when the engine announces any,
+//     replaces the Trailer header with the engine's;
+//   - an engine stream cut midway aborts the client's connection
+//     (http.ErrAbortHandler), so the balancer sees a failed stream rather
+//     than a clean end; Stream returns the error to a caller that decides;
+//   - the engine gets X-Forwarded-Host and X-Forwarded-Proto besides
+//     X-Forwarded-For (SetXForwarded), as it always has.
+//
+// What the balancer's proxy adds (dial errors typed for a retry, the
+// first-byte timeout, upstream API keys) has no use on one local engine.
 type proxy struct {
 	cfg     ProxyConfig
 	log     *slog.Logger
@@ -175,7 +198,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tokens, err := p.readPrompt(r, st, r.URL.Path == "/v1/chat/completions")
 		if err != nil {
 			p.m.proxyRequests.WithLabelValues("client_error").Inc()
-			writeOpenAIError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("read request body: %v", err))
+			openai.BadRequest("", "read request body: %v", err).Write(w)
 			return
 		}
 		p.counts.setStream(st.e, st.stream)
@@ -276,34 +299,7 @@ func (p *proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	}
 	p.m.proxyRequests.WithLabelValues("upstream_error").Inc()
 	p.warn.Warn("engine request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	writeOpenAIError(w, http.StatusBadGateway, "BadGateway", "the engine is unreachable: "+err.Error())
-}
-
-// openAIError is vLLM's error body.
-type openAIError struct {
-	Error openAIErrorBody `json:"error"`
-}
-
-type openAIErrorBody struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    int     `json:"code"`
-}
-
-func writeOpenAIError(w http.ResponseWriter, status int, typ, msg string) {
-	b, _ := json.Marshal(openAIError{Error: openAIErrorBody{Message: msg, Type: typ, Code: status}})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-// dataPathProtocols serves HTTP/1.1 and h2c (HTTP/2 with prior knowledge) on
-// the same plain-text port.
-func dataPathProtocols() *http.Protocols {
-	var p http.Protocols
-	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	return &p
+	// vLLM's body shape; the type stays the sidecar's "BadGateway" (the
+	// balancer's own 502 says "Bad Gateway", openai.StatusError).
+	(&openai.Error{Status: http.StatusBadGateway, Type: "BadGateway", Message: "the engine is unreachable: " + err.Error()}).Write(w)
 }

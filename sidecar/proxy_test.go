@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +18,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/inferrail/inferrail/internal/h2c"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/logtest"
+	"github.com/inferrail/inferrail/internal/openai"
 	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/inferrail/inferrail/internal/tokenize/simtok"
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,7 +73,7 @@ func testProxyTo(t *testing.T, target string, tok Tokenizer, obs promptObserver,
 		o(p)
 	}
 	srv := httptest.NewUnstartedServer(p)
-	srv.Config.Protocols = dataPathProtocols()
+	srv.Config.Protocols = h2c.ServerProtocols()
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return p, srv, m
@@ -298,7 +300,7 @@ func TestProxyEngineUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var body openAIError
+	var body openai.ErrorResponse
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +312,41 @@ func TestProxyEngineUnreachable(t *testing.T) {
 	}
 	if c := p.counts.Counts(); !cmp.Equal(c, DataPathCounts{}) {
 		t.Errorf("counts after failure = %+v, want zero", c)
+	}
+}
+
+// TestProxyBodyReadErrorIsOpenAIShaped cuts a request body short: the client
+// gets vLLM's error body with 400, byte for byte, and the engine nothing.
+func TestProxyBodyReadErrorIsOpenAIShaped(t *testing.T) {
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the engine got %s %s", r.Method, r.URL.Path)
+	}))
+	defer engine.Close()
+	_, srv, m := testProxyTo(t, engine.URL, nil, nil)
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\""
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	want := `{"error":{"message":"read request body: unexpected EOF","type":"BadRequestError","param":null,"code":400}}`
+	if resp.StatusCode != http.StatusBadRequest || string(body) != want || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("got %d %q %s, want 400 application/json %s", resp.StatusCode, resp.Header.Get("Content-Type"), body, want)
+	}
+	if got := metricValue(t, m.proxyRequests.WithLabelValues("client_error")); got != 1 {
+		t.Errorf("client_error count = %v, want 1", got)
 	}
 }
 
@@ -337,9 +374,7 @@ func TestProxyLargeBodyStreamsUninspected(t *testing.T) {
 }
 
 func h2cClient() *http.Client {
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	return &http.Client{Transport: &http.Transport{Protocols: &p}}
+	return &http.Client{Transport: &http.Transport{Protocols: h2c.ClientProtocols()}}
 }
 
 func waitFor(t *testing.T, c <-chan struct{}, what string) {
@@ -394,7 +429,7 @@ func TestEngineFailureWarningIsRateLimited(t *testing.T) {
 	}
 	dead := "http://" + ln.Addr().String()
 	ln.Close() // nothing listens there now
-	var buf syncBuffer
+	var buf logtest.Buffer
 	_, srv, _ := testProxyTo(t, dead, nil, nil, func(p *proxy) {
 		p.warn = ratelog.New(slog.New(slog.NewTextHandler(&buf, nil)), time.Minute)
 	})
@@ -411,22 +446,4 @@ func TestEngineFailureWarningIsRateLimited(t *testing.T) {
 	if n := strings.Count(buf.String(), "engine request failed"); n != 1 {
 		t.Errorf("%d warnings for 5 failed requests, want 1:\n%s", n, buf.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the handler's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/gossip/summary"
+	"github.com/inferrail/inferrail/internal/h2c"
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/tracing"
 	"github.com/inferrail/inferrail/sidecar/engine"
@@ -24,7 +25,7 @@ import (
 )
 
 // gossipNode is the sidecar's membership in the gossip (gossip.Node behind
-// an adapter in wire.go).
+// an adapter in gossip.go).
 type gossipNode interface {
 	// Run joins and disseminates until ctx ends, then leaves the cluster and
 	// shuts down before returning.
@@ -216,7 +217,7 @@ func (s *Sidecar) serve(ctx context.Context, dataLn, adminLn net.Listener) error
 		"engine", s.cfg.EngineURL, "kv_events", s.cfg.KVEvents.Endpoint)
 	dataSrv := &http.Server{
 		Handler:           s.proxy,
-		Protocols:         dataPathProtocols(),
+		Protocols:         h2c.ServerProtocols(),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       5 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),

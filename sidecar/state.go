@@ -157,7 +157,7 @@ func (s *Sidecar) blocks() (string, map[string][]kvblock.Hash) {
 		s.approx.withBlocks(func(b []kvblock.Hash) { hs = b })
 		return sourceApprox, map[string][]kvblock.Hash{MediumGPU: hs}
 	}
-	return sourceExact, s.exact.Snapshot()
+	return sourceExact, s.exact.Sets()
 }
 
 func (s *Sidecar) ctlMode() string { return s.ctl.modeName() }

@@ -197,7 +197,7 @@ func (f *summaryFeed) info() SummaryInfo {
 			in.Blocks[m.String()] = n
 		}
 	}
-	in.Bytes = len(b.Snapshot())
+	in.Bytes = len(b.EncodeSnapshot())
 	f.m.summaryEpoch.Set(float64(in.Epoch))
 	f.m.summarySeq.Set(float64(in.Seq))
 	f.m.summaryBytes.Set(float64(in.Bytes))
@@ -205,7 +205,7 @@ func (f *summaryFeed) info() SummaryInfo {
 }
 
 // Flush implements gossip.SummarySource: the deltas to send now, or
-// newEpoch when the summary was rebuilt (the node then sends Snapshot).
+// newEpoch when the summary was rebuilt (the node then sends a snapshot).
 func (f *summaryFeed) Flush() (deltas [][]byte, newEpoch bool) {
 	f.mu.Lock()
 	b, reset := f.b, f.newEpoch
@@ -225,10 +225,10 @@ func (f *summaryFeed) Flush() (deltas [][]byte, newEpoch bool) {
 	return deltas, newEpoch
 }
 
-// Snapshot implements gossip.SummarySource.
-func (f *summaryFeed) Snapshot() []byte {
+// EncodeSnapshot implements gossip.SummarySource.
+func (f *summaryFeed) EncodeSnapshot() []byte {
 	if b := f.builder(); b != nil {
-		return b.Snapshot()
+		return b.EncodeSnapshot()
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 func slowModel() enginesim.LatencyModel {
 	return enginesim.LatencyModel{
 		StepOverhead: 2 * time.Millisecond, WeightFloor: 9 * time.Millisecond, LinearTokPerSec: 15000,
-		AttentionPerPair: 2.9, KVReadPerToken: 140, RequestOverhead: 22 * time.Millisecond,
+		AttentionPerPairNS: 2.9, KVReadPerTokenNS: 140, RequestOverhead: 22 * time.Millisecond,
 	}
 }
 
@@ -61,7 +61,7 @@ func TestFitRecoversTheConstantsExactly(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := params{pTreq: float64(m.RequestOverhead), pT0: float64(m.StepOverhead), pFloor: float64(m.WeightFloor),
-			pInvR: 1e9 / m.LinearTokPerSec, pAtt: m.AttentionPerPair, pKV: m.KVReadPerToken, pHost: tc.host}
+			pInvR: 1e9 / m.LinearTokPerSec, pAtt: m.AttentionPerPairNS, pKV: m.KVReadPerTokenNS, pHost: tc.host}
 		for j := range numParams {
 			if math.Abs(p[j]-want[j]) > 1e-3*want[j]+1 {
 				t.Errorf("budget %d, host %g: %s = %g, want %g", budget, tc.host, paramNames[j], p[j], want[j])

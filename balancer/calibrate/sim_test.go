@@ -33,8 +33,8 @@ func startSim(t *testing.T, m enginesim.LatencyModel, budget int) string {
 		"--enable-prompt-tokens-details", "--max-num-batched-tokens", strconv.Itoa(budget),
 		"--step-overhead", m.StepOverhead.String(), "--weight-floor", m.WeightFloor.String(),
 		"--linear-tokens-per-second", strconv.FormatFloat(m.LinearTokPerSec, 'g', -1, 64),
-		"--attention-ns-per-pair", strconv.FormatFloat(m.AttentionPerPair, 'g', -1, 64),
-		"--kv-read-us-per-token", strconv.FormatFloat(m.KVReadPerToken/1000, 'g', -1, 64),
+		"--attention-ns-per-pair", strconv.FormatFloat(m.AttentionPerPairNS, 'g', -1, 64),
+		"--kv-read-us-per-token", strconv.FormatFloat(m.KVReadPerTokenNS/1000, 'g', -1, 64),
 		"--request-overhead", m.RequestOverhead.String(), "--log-level", "info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -74,7 +74,7 @@ func startSim(t *testing.T, m enginesim.LatencyModel, budget int) string {
 func simTruth() enginesim.LatencyModel {
 	return enginesim.LatencyModel{
 		StepOverhead: 2 * time.Millisecond, WeightFloor: 6300 * time.Microsecond, LinearTokPerSec: 47000.0 / 3,
-		AttentionPerPair: 3, KVReadPerToken: 120, RequestOverhead: 15 * time.Millisecond,
+		AttentionPerPairNS: 3, KVReadPerTokenNS: 120, RequestOverhead: 15 * time.Millisecond,
 	}
 }
 

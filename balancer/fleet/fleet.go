@@ -48,12 +48,12 @@ type Config struct {
 	Now func() time.Time
 }
 
-// MemberSource is the gossip view: *gossip.Fleet implements it.
+// MemberSource is the gossip view: *gossip.Peers implements it.
 type MemberSource interface {
-	Snapshot() *gossip.FleetSnapshot
+	View() *gossip.PeersView
 }
 
-var _ MemberSource = (*gossip.Fleet)(nil)
+var _ MemberSource = (*gossip.Peers)(nil)
 
 // Snapshot is an immutable view of the replicas; read it, never modify it.
 type Snapshot struct {
@@ -85,7 +85,7 @@ type Fleet struct {
 
 	mu       sync.Mutex // protects replicas, lastSrc and discovered
 	replicas map[string]*Replica
-	lastSrc  *gossip.FleetSnapshot
+	lastSrc  *gossip.PeersView
 	// discovered holds the replicas of each DNS discovery group
 	// (SetDiscovered), by group name.
 	discovered map[string][]Spec
@@ -166,9 +166,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 func (f *Fleet) refresh() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var gs *gossip.FleetSnapshot
+	var gs *gossip.PeersView
 	if f.src != nil {
-		gs = f.src.Snapshot()
+		gs = f.src.View()
 		if gs == f.lastSrc && f.snap.Load() != nil {
 			return
 		}
@@ -179,7 +179,7 @@ func (f *Fleet) refresh() {
 
 // rebuildLocked builds and publishes a snapshot from the static replicas and
 // the alive sidecars of gs. f.mu must be held.
-func (f *Fleet) rebuildLocked(gs *gossip.FleetSnapshot) {
+func (f *Fleet) rebuildLocked(gs *gossip.PeersView) {
 	type entry struct {
 		spec   Spec
 		member *gossip.Member

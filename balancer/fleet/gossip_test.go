@@ -27,7 +27,7 @@ func TestReplicasFromGossip(t *testing.T) {
 			}})
 		c.Nodes[0].SetLoad(gossip.Load{Running: 3, Waiting: 2, InFlight: 5, KVCacheUsage: 0.5})
 		f, err := New(Config{Static: []Spec{spec("static", "m")}, Health: DefaultHealthConfig()},
-			c.Nodes[2].Fleet(), nil, nil, nil)
+			c.Nodes[2].Peers(), nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func randomView(t testing.TB, r *rand.Rand, capacity uint, fp float64, filler in
 		bl.Add(h, summary.MediumGPU)
 	}
 	v := summary.NewView()
-	if err := v.Apply(bl.Snapshot()); err != nil {
+	if err := v.Apply(bl.EncodeSnapshot()); err != nil {
 		t.Fatal(err)
 	}
 	return v

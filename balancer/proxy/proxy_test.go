@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferrail/inferrail/internal/h2c"
 )
 
 func mustURL(t *testing.T, s string) *url.URL {
@@ -30,10 +32,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 func h2cServer(t *testing.T, h http.Handler) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(h)
-	var p http.Protocols
-	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	srv.Config.Protocols = &p
+	srv.Config.Protocols = h2c.ServerProtocols()
 	srv.Start()
 	t.Cleanup(srv.Close)
 	return srv

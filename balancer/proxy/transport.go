@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/h2c"
 )
 
 // Config configures the upstream transports.
@@ -65,9 +67,9 @@ func (e *DialError) Error() string { return fmt.Sprintf("dial %s: %v", e.Addr, e
 // Unwrap returns the cause.
 func (e *DialError) Unwrap() error { return e.Err }
 
-// newTransport returns a pooled transport speaking HTTP/1.1 or, with h2c,
+// newTransport returns a pooled transport speaking HTTP/1.1 or, with useH2C,
 // only HTTP/2 with prior knowledge.
-func newTransport(cfg Config, h2c bool) *http.Transport {
+func newTransport(cfg Config, useH2C bool) *http.Transport {
 	d := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
@@ -87,10 +89,8 @@ func newTransport(cfg Config, h2c bool) *http.Transport {
 		MaxResponseHeaderBytes: 1 << 20,
 		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
 	}
-	if h2c {
-		var p http.Protocols
-		p.SetUnencryptedHTTP2(true)
-		t.Protocols = &p
+	if useH2C {
+		t.Protocols = h2c.ClientProtocols()
 		t.TLSNextProto = nil
 	}
 	return t

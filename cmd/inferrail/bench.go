@@ -124,11 +124,7 @@ type commaList []string
 
 func (c *commaList) String() string { return strings.Join(*c, ",") }
 func (c *commaList) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*c = append(*c, s)
-		}
-	}
+	*c = append(*c, splitList(v)...)
 	return nil
 }
 

@@ -19,7 +19,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	return devfleet.Run(ctx, cfg, log, func(f *devfleet.Fleet) {
+	return devfleet.Run(ctx, cfg, log, func(f *devfleet.Cluster) {
 		printFleet(stdout, f)
 		if cfg.ExactState {
 			fmt.Fprintln(stdout, "\nexact-state oracle: tight gossip and summary settings (docs/dev-fleet.md); not a production setting.")
@@ -51,7 +51,7 @@ func devConfig(args []string, stderr io.Writer) (devfleet.Config, error) {
 }
 
 // printFleet prints the client URLs and every admin URL of f.
-func printFleet(w io.Writer, f *devfleet.Fleet) {
+func printFleet(w io.Writer, f *devfleet.Cluster) {
 	fmt.Fprintln(w, "inferrail dev fleet ready")
 	fmt.Fprintln(w, "\nclient URLs (OpenAI API):")
 	for i, b := range f.Balancers {

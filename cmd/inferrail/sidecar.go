@@ -4,28 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/inferrail/inferrail/sidecar"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 func init() {
 	register(command{name: "sidecar", summary: "front one engine: proxy, load scrape, KV events, gossip", run: runSidecar})
 }
 
-// sidecarFlag is one flag that overrides a config field when given.
-type sidecarFlag struct {
-	name, usage string
-	set         func(c *sidecar.Config, v string) error
-}
-
-func sidecarFlags() []sidecarFlag {
+func sidecarFlags() []configFlag[sidecar.Config] {
 	str := func(f func(*sidecar.Config) *string) func(*sidecar.Config, string) error {
 		return func(c *sidecar.Config, v string) error { *f(c) = v; return nil }
 	}
@@ -44,7 +34,7 @@ func sidecarFlags() []sidecarFlag {
 		}
 	}
 	d := sidecar.DefaultConfig()
-	return []sidecarFlag{
+	return []configFlag[sidecar.Config]{
 		{"engine-url", "engine base URL (default " + d.EngineURL + ")", str(func(c *sidecar.Config) *string { return &c.EngineURL })},
 		{"engine", "engine kind: auto, vllm, sglang or llamacpp (default auto)", str(func(c *sidecar.Config) *string { return &c.Engine })},
 		{"model", "served model name that seeds block hashes (default: ask the engine's /v1/models)", str(func(c *sidecar.Config) *string { return &c.Model })},
@@ -63,12 +53,7 @@ func sidecarFlags() []sidecarFlag {
 		{"gossip-advertise", "gossip advertise IP or IP:port (default: $POD_IP, else the bind address)", str(func(c *sidecar.Config) *string { return &c.Gossip.Advertise })},
 		{"node-name", "gossip node name (default: $POD_NAME, else the host name and the gossip port)", str(func(c *sidecar.Config) *string { return &c.Gossip.NodeName })},
 		{"join", "comma-separated gossip seeds host:port", func(c *sidecar.Config, v string) error {
-			c.Gossip.Join = nil
-			for _, s := range strings.Split(v, ",") {
-				if s = strings.TrimSpace(s); s != "" {
-					c.Gossip.Join = append(c.Gossip.Join, s)
-				}
-			}
+			c.Gossip.Join = splitList(v)
 			return nil
 		}},
 		{"gossip-key-file", "file with the gossip encryption key (base64 or raw 16/24/32 bytes)", str(func(c *sidecar.Config) *string { return &c.Gossip.KeyFile })},
@@ -84,51 +69,19 @@ func sidecarFlags() []sidecarFlag {
 }
 
 func runSidecar(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sidecar", "[--config FILE] [flags]", stderr)
-	configFile := fs.String("config", "", "YAML config file; flags override its values")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	var overrides []func(*sidecar.Config) error
-	for _, f := range sidecarFlags() {
-		fs.Func(f.name, f.usage, func(v string) error {
-			overrides = append(overrides, func(c *sidecar.Config) error {
-				if err := f.set(c, v); err != nil {
-					return fmt.Errorf("--%s %q: %w", f.name, v, err)
-				}
-				return nil
-			})
+	return serve(ctx, args, stderr, component[sidecar.Config, *sidecar.Sidecar]{
+		name:        "sidecar",
+		configUsage: "YAML config file; flags override its values",
+		defaults:    sidecar.DefaultConfig,
+		loadFile:    sidecar.LoadConfigFile,
+		flags:       sidecarFlags(),
+		finish: func(c *sidecar.Config) error {
+			c.ApplyEnv(os.Getenv)
+			if err := c.Validate(); err != nil {
+				return fmt.Errorf("invalid config:\n%w", err)
+			}
 			return nil
-		})
-	}
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	cfg := sidecar.DefaultConfig()
-	if *configFile != "" {
-		var err error
-		if cfg, err = sidecar.LoadConfigFile(*configFile); err != nil {
-			return err
-		}
-	}
-	for _, o := range overrides {
-		if err := o(&cfg); err != nil {
-			return err
-		}
-	}
-	cfg.ApplyEnv(os.Getenv)
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("invalid config:\n%w", err)
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s, err := sidecar.New(cfg, log, reg)
-	if err != nil {
-		return err
-	}
-	return s.Run(ctx)
+		},
+		newRunner: sidecar.New,
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"github.com/inferrail/inferrail/internal/enginesim"
@@ -26,11 +25,7 @@ func (s *stringList) Set(v string) error {
 	if !s.set {
 		s.vals, s.set = nil, true
 	}
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			s.vals = append(s.vals, p)
-		}
-	}
+	s.vals = append(s.vals, splitList(v)...)
 	return nil
 }
 
@@ -62,8 +57,8 @@ func runSim(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.DurationVar(&lat.StepOverhead, "step-overhead", lat.StepOverhead, "T0: fixed cost of a step")
 	fs.DurationVar(&lat.WeightFloor, "weight-floor", lat.WeightFloor, "W_floor: minimum weight-read time of a step")
 	fs.Float64Var(&lat.LinearTokPerSec, "linear-tokens-per-second", lat.LinearTokPerSec, "R_lin: GEMM throughput in tokens per second")
-	fs.Float64Var(&lat.AttentionPerPair, "attention-ns-per-pair", lat.AttentionPerPair, "A_att: nanoseconds per causal query-key pair")
-	kvUS := lat.KVReadPerToken / 1000
+	fs.Float64Var(&lat.AttentionPerPairNS, "attention-ns-per-pair", lat.AttentionPerPairNS, "A_att: nanoseconds per causal query-key pair")
+	kvUS := lat.KVReadPerTokenNS / 1000
 	fs.Float64Var(&kvUS, "kv-read-us-per-token", kvUS, "A_kv: microseconds per context token per decode step")
 	fs.DurationVar(&lat.RequestOverhead, "request-overhead", lat.RequestOverhead, "T_req: API and tokenization time before a request is scheduled")
 	faults := fs.String("faults", "", `faults in force from the start, a JSON array, e.g. [{"kind":"status","status":503,"count":2}]`)
@@ -82,13 +77,11 @@ func runSim(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 		cfg.LoRAModules = append(cfg.LoRAModules, enginesim.LoRAModule{Name: name, Path: path})
 	}
-	lat.KVReadPerToken = kvUS * 1000
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	lat.KVReadPerTokenNS = kvUS * 1000
+	log, err := levelLogger(*logLevel, stderr)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	var err error
 	if cfg.Faults, err = enginesim.ParseFaults(*faults); err != nil {
 		return fmt.Errorf("--faults: %w", err)
 	}

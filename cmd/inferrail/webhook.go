@@ -2,12 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"log/slog"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/inferrail/inferrail/kube/webhook"
 )
@@ -26,14 +21,11 @@ func runWebhook(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	log, err := levelLogger(*logLevel, stderr)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	s, err := webhook.New(webhook.Config{Listen: *listen, CertFile: *cert, KeyFile: *key, Inject: options()}, log, reg)
+	s, err := webhook.New(webhook.Config{Listen: *listen, CertFile: *cert, KeyFile: *key, Inject: options()}, log, processRegistry())
 	if err != nil {
 		return err
 	}

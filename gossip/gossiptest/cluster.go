@@ -155,7 +155,7 @@ func (c *Cluster) Converged() bool {
 		if c.Transports[i].Down() {
 			continue
 		}
-		s := n.Fleet().Snapshot()
+		s := n.Peers().View()
 		for _, name := range alive {
 			m := s.Member(name)
 			if m == nil || m.Status != gossip.StatusAlive || m.Meta.Role == 0 {

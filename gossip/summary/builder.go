@@ -64,7 +64,7 @@ func (c Config) Validate() error {
 
 // medium is the builder's state for one medium.
 type medium struct {
-	set      map[kvblock.Hash]struct{} // the exact set
+	set      map[kvblock.Hash]struct{} // the blocks summarized (see Builder)
 	keys     map[Key]uint32            // held blocks per key
 	gone     map[Key]struct{}          // keys in the filter that no held block has
 	filter   *bloom.BloomFilter
@@ -74,7 +74,25 @@ type medium struct {
 
 // Builder keeps a replica's exact block set per medium and the summary built
 // from it. It is safe for concurrent use: the sidecar's event loop calls Add
-// and Remove while the gossip node calls Flush, Snapshot and Version.
+// and Remove while the gossip node calls Flush, EncodeSnapshot and Version.
+//
+// The set of blocks summarized is the Builder's own, although the sidecar's
+// exact block set (sidecar/blockset.Set) owns the engine's blocks. It is a
+// different piece of state, and it cannot be read from the block set:
+//   - it is the set of whichever source is active: the block set while the
+//     engine publishes KV events, the data path's approximate set otherwise
+//     (sidecar/events.go switches by Reset). Prefix answers from it, so the
+//     sidecar counts cached prompt tokens against what it publishes;
+//   - it is as of the changes the summary applied, which trail the block
+//     set's live state by one drain, and a Remove counts (toward the gone
+//     keys and the rebuild threshold) only for a block that was Added;
+//   - several engine media fold onto one summary Medium (CPU and CPU_PINNED;
+//     every tier past disk), and the set keeps a block held on two of them
+//     one member, where a count per key would count it twice.
+//
+// It costs one map entry per block next to the per-key counts the filter
+// needs; docs/benchmarks-gossip.md has the measured time and bytes
+// (BenchmarkBuilderAdd, BenchmarkBuilderReset).
 type Builder struct {
 	cfg Config
 	now func() time.Time
@@ -355,9 +373,9 @@ func (b *Builder) countAtVersionLocked(m Medium) int {
 	return max(n, 0)
 }
 
-// Snapshot returns the encoded summary at the current (epoch, seq). The
-// result is shared: callers must not modify it.
-func (b *Builder) Snapshot() []byte {
+// EncodeSnapshot returns the summary at the current (epoch, seq) encoded as a
+// Snapshot message. The result is shared: callers must not modify it.
+func (b *Builder) EncodeSnapshot() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.snapCache != nil && b.snapVersion == [2]uint64{b.epoch, b.seq} {

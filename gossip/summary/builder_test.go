@@ -60,7 +60,7 @@ func TestRebuildTriggers(t *testing.T) {
 			t.Fatalf("version after rebuild (%d,%d), want (%d,0)", e1, s1, e0+1)
 		}
 		v := NewView()
-		mustApply(t, v, b.Snapshot())
+		mustApply(t, v, b.EncodeSnapshot())
 		removedSeen := 0
 		for h := range kvblock.Hash(30) {
 			if v.Contains(h, MediumGPU) {
@@ -108,7 +108,7 @@ func TestRebuildTriggers(t *testing.T) {
 			t.Fatalf("Len after Reset = %d/%d", b.Len(MediumGPU), b.Len(MediumCPU))
 		}
 		v := NewView()
-		mustApply(t, v, b.Snapshot())
+		mustApply(t, v, b.EncodeSnapshot())
 		if !v.Contains(7, MediumCPU) || v.Contains(1, MediumGPU) {
 			t.Fatal("snapshot after Reset does not match the new set")
 		}
@@ -160,7 +160,7 @@ func TestFlushRespectsPacketBudget(t *testing.T) {
 func TestNewMediumStartsEpoch(t *testing.T) {
 	b, _ := newTestBuilder(t, nil)
 	v := NewView()
-	mustApply(t, v, b.Snapshot())
+	mustApply(t, v, b.EncodeSnapshot())
 	b.Add(1, MediumGPU)
 	d, newEpoch := b.Flush()
 	if newEpoch {
@@ -171,7 +171,7 @@ func TestNewMediumStartsEpoch(t *testing.T) {
 	if _, newEpoch := b.Flush(); !newEpoch {
 		t.Fatal("a new medium did not start an epoch")
 	}
-	mustApply(t, v, b.Snapshot())
+	mustApply(t, v, b.EncodeSnapshot())
 	if !v.Contains(1, MediumGPU) || !v.Contains(2, MediumCPU) {
 		t.Fatal("view misses blocks after the new epoch")
 	}

@@ -9,7 +9,7 @@
 // order, and a receiver answers "not held" for a key removed since the build
 // (its Gone list) until the next epoch. The sidecar side is the Builder:
 // Add and Remove follow the engine's KV events, Flush turns pending changes
-// into numbered delta messages, Snapshot encodes the whole summary, and a
+// into numbered delta messages, EncodeSnapshot encodes the whole summary, and a
 // rebuild (new epoch) happens when removals pass a threshold, the set outgrows
 // the filter, or a period elapses. The balancer side is the View: Apply takes a
 // snapshot or a delta, detects gaps in the sequence (ErrGap: ask for a

@@ -65,12 +65,12 @@ func TestNoFalseNegatives(t *testing.T) {
 			}
 		}
 		add(r.IntN(500))
-		mustApply(t, v, b.Snapshot())
+		mustApply(t, v, b.EncodeSnapshot())
 		for range 5 {
 			add(r.IntN(400))
 			deltas, newEpoch := b.Flush()
 			if newEpoch { // the first CPU block starts an epoch
-				deltas = [][]byte{b.Snapshot()}
+				deltas = [][]byte{b.EncodeSnapshot()}
 			}
 			mustApply(t, v, deltas...)
 		}
@@ -101,7 +101,7 @@ func TestFalsePositiveRate(t *testing.T) {
 			b.Add(h, MediumGPU)
 		}
 		v := NewView()
-		mustApply(t, v, b.Snapshot())
+		mustApply(t, v, b.EncodeSnapshot())
 		const trials = 400000
 		hits := 0
 		for n := 0; n < trials; {
@@ -115,7 +115,7 @@ func TestFalsePositiveRate(t *testing.T) {
 			}
 		}
 		rate := float64(hits) / trials
-		t.Logf("target %.4f measured %.5f (snapshot %d bytes)", fp, rate, len(b.Snapshot()))
+		t.Logf("target %.4f measured %.5f (snapshot %d bytes)", fp, rate, len(b.EncodeSnapshot()))
 		if rate > 1.5*fp {
 			t.Errorf("false-positive rate %.5f > 1.5 x target %.4f", rate, fp)
 		}
@@ -139,7 +139,7 @@ func TestLongestPrefixMatchesExact(t *testing.T) {
 		}
 	}
 	v := NewView()
-	mustApply(t, v, b.Snapshot())
+	mustApply(t, v, b.EncodeSnapshot())
 	equal, extra := 0, 0
 	for _, p := range prompts {
 		want := 0
@@ -174,14 +174,14 @@ func TestLongestPrefixMatchesExact(t *testing.T) {
 func TestApplyGapsAndStale(t *testing.T) {
 	b, _ := newTestBuilder(t, nil)
 	b.Add(1, MediumGPU)
-	snap0 := b.Snapshot()
+	snap0 := b.EncodeSnapshot()
 	b.Add(2, MediumGPU)
 	d1, _ := b.Flush()
 	b.Add(3, MediumGPU)
 	d2, _ := b.Flush()
 	b.Add(4, MediumGPU)
 	d3, _ := b.Flush()
-	oldEpochSnap := b.Snapshot()
+	oldEpochSnap := b.EncodeSnapshot()
 	b.Rebuild()
 	b.Add(5, MediumGPU)
 	e1, _ := b.Flush()
@@ -197,7 +197,7 @@ func TestApplyGapsAndStale(t *testing.T) {
 		{name: "duplicate", msgs: [][]byte{snap0, d1[0], d1[0]}, wantErr: ErrStale},
 		{name: "delta of the next epoch", msgs: [][]byte{snap0, e1[0]}, wantErr: ErrGap},
 		{name: "older snapshot", msgs: [][]byte{oldEpochSnap, snap0}, wantErr: ErrStale},
-		{name: "snapshot then its delta", msgs: [][]byte{oldEpochSnap, b.Snapshot()}},
+		{name: "snapshot then its delta", msgs: [][]byte{oldEpochSnap, b.EncodeSnapshot()}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,7 +228,7 @@ func TestApplyGapsAndStale(t *testing.T) {
 func TestViewConcurrentReads(t *testing.T) {
 	b, _ := newTestBuilder(t, nil)
 	v := NewView()
-	mustApply(t, v, b.Snapshot())
+	mustApply(t, v, b.EncodeSnapshot())
 	r := rand.New(rand.NewPCG(15, 16))
 	p := chain(r, 200)
 	var wg sync.WaitGroup
@@ -274,7 +274,7 @@ func BenchmarkLongestPrefix(b *testing.B) {
 		bl.Add(h, MediumGPU)
 	}
 	v := NewView()
-	if err := v.Apply(bl.Snapshot()); err != nil {
+	if err := v.Apply(bl.EncodeSnapshot()); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -301,7 +301,7 @@ func TestPromptMatchesLongestPrefix(t *testing.T) {
 			}
 		}
 		v := NewView()
-		mustApply(t, v, b.Snapshot())
+		mustApply(t, v, b.EncodeSnapshot())
 		var pr Prompt
 		for _, p := range prompts {
 			pr.Reset(p, DefaultHashFuncs)
@@ -326,7 +326,7 @@ func BenchmarkLongestPrefixOf(b *testing.B) {
 		bl.Add(h, MediumGPU)
 	}
 	v := NewView()
-	if err := v.Apply(bl.Snapshot()); err != nil {
+	if err := v.Apply(bl.EncodeSnapshot()); err != nil {
 		b.Fatal(err)
 	}
 	pr := NewPrompt(p, DefaultHashFuncs)
@@ -355,7 +355,7 @@ func BenchmarkApplyDelta(b *testing.B) {
 		b.Fatal(err)
 	}
 	v := NewView()
-	if err := v.Apply(bl.Snapshot()); err != nil {
+	if err := v.Apply(bl.EncodeSnapshot()); err != nil {
 		b.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(23, 24))
@@ -399,6 +399,25 @@ func BenchmarkBuilderAdd(b *testing.B) {
 	}
 }
 
+// BenchmarkBuilderReset measures a rebuild from a whole set of 32,768 GPU
+// blocks (an H100's worth): the set, the per-key counts and the filter.
+func BenchmarkBuilderReset(b *testing.B) {
+	bl, err := NewBuilder(DefaultConfig(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(27, 28))
+	hs := make([]kvblock.Hash, 32768)
+	for i := range hs {
+		hs[i] = kvblock.Hash(r.Uint64())
+	}
+	sets := map[Medium][]kvblock.Hash{MediumGPU: hs}
+	b.ReportAllocs()
+	for b.Loop() {
+		bl.Reset(sets)
+	}
+}
+
 // TestViewForgetsRemovedBlocks follows a builder through random additions
 // and removals, with a view fed its deltas and a second view started from a
 // snapshot midway: held blocks are always found (no false negatives), blocks
@@ -406,7 +425,7 @@ func BenchmarkBuilderAdd(b *testing.B) {
 func TestViewForgetsRemovedBlocks(t *testing.T) {
 	b, _ := newTestBuilder(t, func(c *Config) { c.Capacity, c.RebuildRemovals = 4096, 100 })
 	follow := NewView()
-	mustApply(t, follow, b.Snapshot())
+	mustApply(t, follow, b.EncodeSnapshot())
 	r := rand.New(rand.NewPCG(21, 22))
 	held := map[kvblock.Hash]bool{}
 	var all []kvblock.Hash
@@ -438,7 +457,7 @@ func TestViewForgetsRemovedBlocks(t *testing.T) {
 		}
 		if round == 20 {
 			late = NewView()
-			mustApply(t, late, b.Snapshot())
+			mustApply(t, late, b.EncodeSnapshot())
 		}
 		for _, h := range all {
 			got := follow.Contains(h, MediumGPU)
@@ -471,7 +490,7 @@ func TestSnapshotCountsAtItsVersion(t *testing.T) {
 	b.Add(kvblock.Hash(r.Uint64()), MediumGPU)
 	b.Remove(hs[7], MediumGPU)
 	b.Remove(hs[9], MediumGPU)
-	snap := b.Snapshot() // taken while the four changes are pending
+	snap := b.EncodeSnapshot() // taken while the four changes are pending
 	v := NewView()
 	mustApply(t, v, snap)
 	deltas, newEpoch := b.Flush()

@@ -49,7 +49,7 @@ func FuzzViewSequence(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	snap := b.Snapshot()
+	snap := b.EncodeSnapshot()
 	b.Add(kvblock.Hash(r.Uint64()), MediumGPU)
 	deltas, _ := b.Flush()
 	f.Add(joinFrames(append([][]byte{snap}, deltas...)...))

@@ -47,7 +47,7 @@ type sidecarSummary struct {
 // the engine's prefix cache (the same hashes) and the balancer's view of its
 // summary is at the sidecar's version with as many blocks. held receives
 // each engine's block hashes.
-func converged(ctx context.Context, f *devfleet.Fleet, held map[string][]uint64) error {
+func converged(ctx context.Context, f *devfleet.Cluster, held map[string][]uint64) error {
 	var st struct {
 		Members []struct {
 			Name    string `json:"name"`
@@ -120,7 +120,7 @@ func converged(ctx context.Context, f *devfleet.Fleet, held map[string][]uint64)
 // (so the sidecars flushed whatever they had pending when their sets caught
 // up with the engines, and the balancer applied it), or ctx ends. It returns
 // each engine's block hashes.
-func waitConverged(ctx context.Context, f *devfleet.Fleet) (map[string][]uint64, error) {
+func waitConverged(ctx context.Context, f *devfleet.Cluster) (map[string][]uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	t := time.NewTicker(2 * time.Millisecond)

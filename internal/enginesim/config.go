@@ -157,8 +157,8 @@ var engineFlagNames = strings.NewReplacer(
 	"engine.latency.step_overhead", "--step-overhead",
 	"engine.latency.weight_floor", "--weight-floor",
 	"engine.latency.linear_tok_per_sec", "--linear-tokens-per-second",
-	"engine.latency.attention_per_pair", "--attention-ns-per-pair",
-	"engine.latency.kv_read_per_token", "--kv-read-us-per-token",
+	"engine.latency.attention_per_pair_ns", "--attention-ns-per-pair",
+	"engine.latency.kv_read_per_token_ns", "--kv-read-us-per-token",
 	"engine.latency.request_overhead", "--request-overhead",
 )
 

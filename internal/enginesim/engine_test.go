@@ -39,8 +39,8 @@ func TestEngineConfigValidate(t *testing.T) {
 			"engine.rank must be >= 0, got -1",
 			"engine.latency.linear_tok_per_sec must be > 0 and finite, got 0",
 		}},
-		{name: "negative latency", modify: func(c *EngineConfig) { c.Latency.StepOverhead = -time.Millisecond; c.Latency.AttentionPerPair = -1 },
-			want: []string{"engine.latency.step_overhead must be >= 0, got -1ms", "engine.latency.attention_per_pair must be >= 0 and finite, got -1"}},
+		{name: "negative latency", modify: func(c *EngineConfig) { c.Latency.StepOverhead = -time.Millisecond; c.Latency.AttentionPerPairNS = -1 },
+			want: []string{"engine.latency.step_overhead must be >= 0, got -1ms", "engine.latency.attention_per_pair_ns must be >= 0 and finite, got -1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

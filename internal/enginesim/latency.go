@@ -24,11 +24,11 @@ type LatencyModel struct {
 	// LinearTokPerSec is R_lin, the GEMM throughput in tokens per second once
 	// a step is compute-bound.
 	LinearTokPerSec float64
-	// AttentionPerPair is A_att in nanoseconds per causal (query, key) pair.
-	AttentionPerPair float64
-	// KVReadPerToken is A_kv in nanoseconds per context token per decode step
+	// AttentionPerPairNS is A_att in nanoseconds per causal (query, key) pair.
+	AttentionPerPairNS float64
+	// KVReadPerTokenNS is A_kv in nanoseconds per context token per decode step
 	// (0.060 µs = 60 ns by default).
-	KVReadPerToken float64
+	KVReadPerTokenNS float64
 	// RequestOverhead is T_req, the API and tokenization time before a request
 	// can be scheduled (counted from Request.Arrival).
 	RequestOverhead time.Duration
@@ -47,12 +47,12 @@ type PrefillChunk struct {
 func DefaultLatencyModel() LatencyModel {
 	d := perfmodel.Llama8BH100()
 	return LatencyModel{
-		StepOverhead:     d.StepOverhead,
-		WeightFloor:      d.WeightFloor,
-		LinearTokPerSec:  d.LinearTokPerSec,
-		AttentionPerPair: d.AttentionPerPairNS,
-		KVReadPerToken:   d.KVReadPerTokenNS,
-		RequestOverhead:  d.RequestOverhead,
+		StepOverhead:       d.StepOverhead,
+		WeightFloor:        d.WeightFloor,
+		LinearTokPerSec:    d.LinearTokPerSec,
+		AttentionPerPairNS: d.AttentionPerPairNS,
+		KVReadPerTokenNS:   d.KVReadPerTokenNS,
+		RequestOverhead:    d.RequestOverhead,
 	}
 }
 
@@ -67,11 +67,11 @@ func (m LatencyModel) validate(path string, errs []error) []error {
 	if !(m.LinearTokPerSec > 0) || math.IsInf(m.LinearTokPerSec, 0) {
 		errs = append(errs, fmt.Errorf("%s.linear_tok_per_sec must be > 0 and finite, got %v", path, m.LinearTokPerSec))
 	}
-	if !(m.AttentionPerPair >= 0) || math.IsInf(m.AttentionPerPair, 0) {
-		errs = append(errs, fmt.Errorf("%s.attention_per_pair must be >= 0 and finite, got %v", path, m.AttentionPerPair))
+	if !(m.AttentionPerPairNS >= 0) || math.IsInf(m.AttentionPerPairNS, 0) {
+		errs = append(errs, fmt.Errorf("%s.attention_per_pair_ns must be >= 0 and finite, got %v", path, m.AttentionPerPairNS))
 	}
-	if !(m.KVReadPerToken >= 0) || math.IsInf(m.KVReadPerToken, 0) {
-		errs = append(errs, fmt.Errorf("%s.kv_read_per_token must be >= 0 and finite, got %v", path, m.KVReadPerToken))
+	if !(m.KVReadPerTokenNS >= 0) || math.IsInf(m.KVReadPerTokenNS, 0) {
+		errs = append(errs, fmt.Errorf("%s.kv_read_per_token_ns must be >= 0 and finite, got %v", path, m.KVReadPerTokenNS))
 	}
 	if m.RequestOverhead < 0 {
 		errs = append(errs, fmt.Errorf("%s.request_overhead must be >= 0, got %v", path, m.RequestOverhead))
@@ -104,7 +104,7 @@ func (m LatencyModel) stepTime(tokens int, pairs, decodeCtx float64) time.Durati
 	if floor := float64(m.WeightFloor); lin < floor {
 		lin = floor
 	}
-	ns := float64(m.StepOverhead) + lin + m.AttentionPerPair*pairs + m.KVReadPerToken*decodeCtx
+	ns := float64(m.StepOverhead) + lin + m.AttentionPerPairNS*pairs + m.KVReadPerTokenNS*decodeCtx
 	return time.Duration(math.Round(ns))
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/inferrail/inferrail/internal/h2c"
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/openai"
 )
@@ -239,12 +240,9 @@ func (s *frontEnd) Addr() string {
 // serve serves HTTP until ctx ends, then shuts down gracefully. A "refuse"
 // fault closes the listener; serve waits for it to reopen.
 func (s *frontEnd) serve(ctx context.Context) error {
-	protocols := new(http.Protocols)
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
 	s.httpSrv = &http.Server{
 		Handler:           s,
-		Protocols:         protocols,
+		Protocols:         h2c.ServerProtocols(), // HTTP/1.1 and h2c with prior knowledge
 		ReadHeaderTimeout: 30 * time.Second,
 		ConnState:         s.trackConn,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),

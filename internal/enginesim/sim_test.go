@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/inferrail/inferrail/internal/h2c"
 	"github.com/inferrail/inferrail/internal/openai"
 )
 
@@ -62,10 +63,8 @@ func post(t *testing.T, c *http.Client, url, body string) (*http.Response, []byt
 
 func TestRunServesHTTP1AndH2C(t *testing.T) {
 	base, _ := runSim(t, simLoopbackConfig())
-	h2cProtocols := new(http.Protocols)
-	h2cProtocols.SetUnencryptedHTTP2(true)
-	h2c := &http.Client{Transport: &http.Transport{Protocols: h2cProtocols}}
-	for name, c := range map[string]*http.Client{"http1": http.DefaultClient, "h2c": h2c} {
+	h2cClient := &http.Client{Transport: &http.Transport{Protocols: h2c.ClientProtocols()}}
+	for name, c := range map[string]*http.Client{"http1": http.DefaultClient, "h2c": h2cClient} {
 		t.Run(name, func(t *testing.T) {
 			resp, body := post(t, c, base+"/v1/chat/completions",
 				`{"messages":[{"role":"user","content":"hi"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`)

@@ -1,7 +1,6 @@
 package tracing
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/inferrail/inferrail/internal/logtest"
 	"github.com/inferrail/inferrail/internal/tracing/otlptest"
 )
 
@@ -151,29 +151,11 @@ func (f *fakeExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) err
 }
 func (f *fakeExporter) Shutdown(context.Context) error { return nil }
 
-// syncBuffer is a bytes.Buffer safe for the logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A collector that is down is warned about once per outage, its recovery
 // said once, and every lost span counted; the batch processor always sees
 // success (no global error handler noise).
 func TestExportWarnsOnceAndRecovers(t *testing.T) {
-	var logs syncBuffer
+	var logs logtest.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	f := &fakeExporter{err: errors.New("connection refused")}
 	e := newExporter(f, "http://c/v1/traces", log, prometheus.NewRegistry())

@@ -165,21 +165,7 @@ func simRequests(t *testing.T, sims []*scSim) float64 {
 	t.Helper()
 	total := 0.0
 	for _, s := range sims {
-		resp, err := http.Get(s.url + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.HasPrefix(line, "vllm:request_success_total") {
-				var v float64
-				if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
-					total += v
-				}
-			}
-		}
-		resp.Body.Close()
+		total += scMetric(t, &scSidecar{admin: s.url}, "vllm:request_success_total", "")
 	}
 	return total
 }

@@ -458,12 +458,10 @@ func lcCancel(t *testing.T, f *lcFleet) {
 // metric returns the value of a llama-server metric (0 when absent).
 func (s *lcServer) metric(t *testing.T, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(s.url + "/metrics")
+	b, err := scMetricPage(s.url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)

@@ -38,29 +38,29 @@ type pmResult struct {
 	} `json:"data"`
 }
 
-// pmQuery runs expr at Prometheus and returns how many series have a
-// finite value.
-func pmQuery(base, expr string) (int, error) {
+// pmQuery runs expr at Prometheus and returns the values of the series that
+// have a finite one.
+func pmQuery(base, expr string) ([]float64, error) {
 	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(expr))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	var r pmResult
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if r.Status != "success" {
-		return 0, fmt.Errorf("query %q: %s", expr, r.Error)
+		return nil, fmt.Errorf("query %q: %s", expr, r.Error)
 	}
-	n := 0
+	var out []float64
 	for _, s := range r.Data.Result {
 		v, _ := s.Value[1].(string)
 		if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-			n++
+			out = append(out, f)
 		}
 	}
-	return n, nil
+	return out, nil
 }
 
 // pmStart starts Debian's prometheus on loopback scraping jobs (job name
@@ -121,11 +121,11 @@ func TestDashboardOnPrometheus(t *testing.T) {
 	}
 	prom := pmStart(t, jobs)
 	scWait(t, "every target scraped", func() error {
-		n, err := pmQuery(prom, `sum(up)`)
+		up, err := pmQuery(prom, `sum(up)`)
 		if err != nil {
 			return err
 		}
-		if up, _ := pmQueryValue(prom, `sum(up)`); n != 1 || up != 5 {
+		if len(up) != 1 || up[0] != 5 {
 			return fmt.Errorf("%v of 5 targets up", up)
 		}
 		return nil
@@ -152,32 +152,14 @@ func TestDashboardOnPrometheus(t *testing.T) {
 		}
 		round++
 		for _, q := range key {
-			n, err := pmQuery(prom, dbExpand(q.expr))
+			vs, err := pmQuery(prom, dbExpand(q.expr))
 			if err != nil {
 				return err
 			}
-			if n == 0 {
+			if len(vs) == 0 {
 				return fmt.Errorf("%s: %q returns no series with a value", q.panel, q.expr)
 			}
 		}
 		return nil
 	})
-}
-
-// pmQueryValue returns the first series' value of expr.
-func pmQueryValue(base, expr string) (float64, error) {
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(expr))
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var r pmResult
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return 0, err
-	}
-	if len(r.Data.Result) == 0 {
-		return 0, fmt.Errorf("%q: no series", expr)
-	}
-	v, _ := r.Data.Result[0].Value[1].(string)
-	return strconv.ParseFloat(v, 64)
 }

@@ -300,15 +300,24 @@ func scTraffic(t *testing.T, sc *scSidecar, tag string, n int) {
 	}
 }
 
+// scMetricPage returns the Prometheus text page at base + "/metrics" (an
+// admin address, or a simulator's URL).
+func scMetricPage(base string) ([]byte, error) {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
 // scMetric returns the sum of a metric's samples whose line matches labels.
 func scMetric(t *testing.T, sc *scSidecar, name, labels string) float64 {
 	t.Helper()
-	resp, err := http.Get(sc.admin + "/metrics")
+	b, err := scMetricPage(sc.admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(\{[^}]*\})? (\S+)$`)
 	sum := 0.0
 	for _, m := range re.FindAllSubmatch(b, -1) {

@@ -90,7 +90,7 @@ func TestStressChurn(t *testing.T) {
 		return err
 	})
 	page := func() []byte {
-		b, err := stMetricPage(bal.admin)
+		b, err := scMetricPage(bal.admin)
 		if err != nil {
 			t.Fatal(err)
 		}

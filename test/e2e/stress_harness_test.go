@@ -113,16 +113,6 @@ func stOut(t *testing.T, b *btBalancer, replica string) time.Duration {
 	})
 }
 
-// stMetricPage returns the admin metrics page.
-func stMetricPage(admin string) ([]byte, error) {
-	resp, err := http.Get(admin + "/metrics")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return io.ReadAll(resp.Body)
-}
-
 // stRSS returns the process's resident set in bytes (Linux /proc).
 func stRSS(t *testing.T, p *scProc) int64 {
 	t.Helper()

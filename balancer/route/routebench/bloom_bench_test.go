@@ -49,7 +49,7 @@ func view(b *testing.B, r *rand.Rand, filler int, prefix []kvblock.Hash) *summar
 		bl.Add(h, summary.MediumGPU)
 	}
 	v := summary.NewView()
-	if err := v.Apply(bl.Snapshot()); err != nil {
+	if err := v.Apply(bl.EncodeSnapshot()); err != nil {
 		b.Fatal(err)
 	}
 	return v

@@ -2,7 +2,7 @@ package sglang
 
 import (
 	"github.com/inferrail/inferrail/sidecar/engine"
-	"github.com/inferrail/inferrail/sidecar/engine/internal/wire"
+	"github.com/inferrail/inferrail/sidecar/engine/internal/msgpackread"
 )
 
 // Names is SGLang's table of metric names. Scheduler gauges carry tp_rank,
@@ -32,5 +32,5 @@ var Names = engine.MetricNames{
 // is reported as engine.MediumCPU. Tagged-map events (proposed upstream) are
 // accepted too.
 func DecodeBatch(payload []byte) (engine.Batch, error) {
-	return wire.DecodeBatch(payload)
+	return msgpackread.DecodeBatch(payload)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/inferrail/inferrail/sidecar/engine"
-	w "github.com/inferrail/inferrail/sidecar/engine/internal/wiretest"
+	w "github.com/inferrail/inferrail/sidecar/engine/internal/msgpackfixture"
 	"github.com/inferrail/inferrail/sidecar/engine/vllm"
 )
 

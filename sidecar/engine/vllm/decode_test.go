@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/inferrail/inferrail/sidecar/engine"
-	w "github.com/inferrail/inferrail/sidecar/engine/internal/wiretest"
+	w "github.com/inferrail/inferrail/sidecar/engine/internal/msgpackfixture"
 )
 
 var ts = time.Unix(1767225600, 250_000_000).UTC()

@@ -2,7 +2,7 @@ package vllm
 
 import (
 	"github.com/inferrail/inferrail/sidecar/engine"
-	"github.com/inferrail/inferrail/sidecar/engine/internal/wire"
+	"github.com/inferrail/inferrail/sidecar/engine/internal/msgpackread"
 )
 
 // Names is vLLM's table of metric names (newest name first where renamed).
@@ -38,5 +38,5 @@ var Names = engine.MetricNames{
 // ignored). Block hashes are normalised to uint64 (docs/engines.md#vllm-block-hashes-on-the-wire). Unknown
 // event tags are skipped.
 func DecodeBatch(payload []byte) (engine.Batch, error) {
-	return wire.DecodeBatch(payload)
+	return msgpackread.DecodeBatch(payload)
 }

@@ -1,19 +1,18 @@
 package zmqsub_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/inferrail/inferrail/internal/logtest"
 	"github.com/inferrail/inferrail/internal/zmtpguard/zmtptest"
 	"github.com/inferrail/inferrail/sidecar/engine/vllm"
 	"github.com/inferrail/inferrail/sidecar/engine/zmqsub"
@@ -73,7 +72,7 @@ func waitEnd(t *testing.T, closed <-chan error, what string) {
 func TestPublisherHugeFrameIsRejected(t *testing.T) {
 	port, closed := hostileListener(t, "PUB")
 	reg := prometheus.NewRegistry()
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	s, err := zmqsub.New(zmqsub.Config{Host: "127.0.0.1", BasePort: port, MaxMessageBytes: 1 << 20,
 		ReconnectMin: 10 * time.Millisecond, ReconnectMax: 20 * time.Millisecond}, vllm.DecodeBatch, log, reg)
@@ -131,24 +130,6 @@ func TestReplayHugeFrameIsRejected(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a logger and a test to share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	fams, err := reg.Gather()
@@ -201,7 +182,7 @@ func TestUndecodableBatchesAreLoggedRateLimited(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	p := newPeer(t, ctx, false, false)
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	s, err := zmqsub.New(zmqsub.Config{Host: "127.0.0.1", BasePort: port(p.pub), Topic: "kv@"}, vllm.DecodeBatch,
 		slog.New(slog.NewTextHandler(&logs, nil)), prometheus.NewRegistry())
 	if err != nil {

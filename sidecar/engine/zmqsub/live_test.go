@@ -16,7 +16,7 @@ import (
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/sidecar/blockset"
 	"github.com/inferrail/inferrail/sidecar/engine"
-	"github.com/inferrail/inferrail/sidecar/engine/internal/wiretest"
+	"github.com/inferrail/inferrail/sidecar/engine/internal/msgpackfixture"
 	"github.com/inferrail/inferrail/sidecar/engine/vllm"
 	"github.com/inferrail/inferrail/sidecar/engine/zmqsub"
 )
@@ -139,7 +139,7 @@ func (p *peer) waitSubscribed() {
 // stored is a payload storing one block: tokens [seq*4, seq*4+4) under
 // engine hash 1000+seq, chained to the previous seq's block.
 func stored(seq uint64) []byte {
-	b := wiretest.Hex(`93 ` + wiretest.TS + ` 91 97 "BlockStored" 91 cf`)
+	b := msgpackfixture.Hex(`93 ` + msgpackfixture.TS + ` 91 97 "BlockStored" 91 cf`)
 	b = append(b, be(1000+seq)...)
 	if seq == 0 {
 		b = append(b, 0xc0)
@@ -150,7 +150,7 @@ func stored(seq uint64) []byte {
 	for i := range uint64(4) {
 		b = append(append(b, 0xcd), binary.BigEndian.AppendUint16(nil, uint16(seq*4+i))...)
 	}
-	return append(b, wiretest.Hex(`04 c0 "GPU" 00`)...)
+	return append(b, msgpackfixture.Hex(`04 c0 "GPU" 00`)...)
 }
 
 // The payload helper builds what the decoder expects.
@@ -320,7 +320,7 @@ func TestRestartClearsTheRank(t *testing.T) {
 		t.Fatalf("Len = %d before the restart, want 3", set.Len())
 	}
 	// A new publisher process: seq back to 0, a different first block.
-	p.publish(0, wiretest.Hex(`93 `+wiretest.TS+` 91 97 "BlockStored" 91 01 c0 94 05 06 07 08 04 c0 "GPU" 00`), false)
+	p.publish(0, msgpackfixture.Hex(`93 `+msgpackfixture.TS+` 91 97 "BlockStored" 91 01 c0 94 05 06 07 08 04 c0 "GPU" 00`), false)
 	updates := next(t, s, 2, set)
 	want := []got{{"restart", 0, false}, {"batch", 0, false}}
 	if diff := cmp.Diff(want, updates); diff != "" {
@@ -371,7 +371,7 @@ func TestReconnectWithGapReplaysFromZero(t *testing.T) {
 	p.waitSubscribed()
 	set, _ := blockset.New(blockset.Config{Model: "m", BlockSize: 4}, nil, nil)
 	p.publish(0, stored(0), false)
-	p.publish(1, wiretest.Hex(`93 `+wiretest.TS+` 91 97 "BlockStored" 91 09 c0 94 63 63 63 63 04 c0 "GPU" 00`), false)
+	p.publish(1, msgpackfixture.Hex(`93 `+msgpackfixture.TS+` 91 97 "BlockStored" 91 09 c0 94 63 63 63 63 04 c0 "GPU" 00`), false)
 	next(t, s, 2, set)
 
 	// The engine restarts; before the subscriber reconnects, the new process

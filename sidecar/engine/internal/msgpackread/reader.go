@@ -1,4 +1,4 @@
-package wire
+package msgpackread
 
 import (
 	"bytes"

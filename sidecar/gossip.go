@@ -2,10 +2,8 @@ package sidecar
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -33,35 +31,9 @@ var (
 
 // newGossip builds the sidecar's gossip node, disseminating feed's summaries.
 func newGossip(cfg Config, feed *summaryFeed, log *slog.Logger, reg prometheus.Registerer) (*gossipAdapter, error) {
-	gc := gossip.DefaultConfig()
-	gc.Role = gossip.RoleSidecar
-	if cfg.Gossip.NodeName != "" {
-		gc.NodeName = cfg.Gossip.NodeName
-	}
-	host, port, err := net.SplitHostPort(cfg.Gossip.Bind)
+	gc, err := cfg.Gossip.Config(gossip.RoleSidecar)
 	if err != nil {
-		return nil, fmt.Errorf("gossip.bind: %w", err)
-	}
-	gc.BindAddr = host
-	if gc.BindPort, err = strconv.Atoi(port); err != nil {
-		return nil, fmt.Errorf("gossip.bind port: %w", err)
-	}
-	if a := cfg.Gossip.Advertise; a != "" {
-		if h, p, err := net.SplitHostPort(a); err == nil {
-			gc.AdvertiseAddr = h
-			gc.AdvertisePort, _ = strconv.Atoi(p)
-		} else {
-			gc.AdvertiseAddr = a
-		}
-	}
-	gc.Join = cfg.Gossip.Join
-	gc.ClusterLabel = cfg.Gossip.ClusterLabel
-	gc.Profile = gossip.Profile(cfg.Gossip.Profile)
-	cfg.Gossip.Timings.Apply(&gc)
-	if cfg.Gossip.KeyFile != "" {
-		if gc.SecretKey, err = gossip.LoadKeyFile(cfg.Gossip.KeyFile); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	engineKind := cfg.Engine
 	if engineKind == EngineAuto {

@@ -1,6 +1,6 @@
-// Package wiretest builds msgpack byte fixtures for the adapters' tests, in
+// Package msgpackfixture builds msgpack byte fixtures for the adapters' tests, in
 // the same notation as docs/engines.md#vllm-byte-fixtures: hex bytes with strings spelled out.
-package wiretest
+package msgpackfixture
 
 import (
 	"encoding/hex"
@@ -19,7 +19,7 @@ func Hex(s string) []byte {
 		}
 		b, err := hex.DecodeString(tok)
 		if err != nil {
-			panic(fmt.Sprintf("wiretest: bad hex %q: %v", tok, err))
+			panic(fmt.Sprintf("msgpackfixture: bad hex %q: %v", tok, err))
 		}
 		out = append(out, b...)
 	}

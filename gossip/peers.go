@@ -50,7 +50,7 @@ type LoadReport struct {
 }
 
 // peer is the mutable, per-name state behind Members: load and summary are
-// updated in place (atomically) so snapshots need not be rebuilt ten times a
+// updated in place (atomically) so views need not be rebuilt ten times a
 // second per sidecar.
 type peer struct {
 	name string
@@ -68,7 +68,7 @@ type peer struct {
 	early       map[version][]byte // deltas ahead of the view
 }
 
-// Member is one node in a FleetSnapshot. Its identity, metadata and status
+// Member is one node in a PeersView. Its identity, metadata and status
 // are immutable; Load and Summary read the latest values atomically.
 type Member struct {
 	Name string
@@ -119,15 +119,15 @@ func (m *Member) SummaryConfirmedAt() time.Time {
 	return time.Unix(0, ns)
 }
 
-// FleetSnapshot is an immutable list of members, sorted by name.
-type FleetSnapshot struct {
+// PeersView is an immutable list of members, sorted by name.
+type PeersView struct {
 	// Self is the local node's name.
 	Self    string
 	Members []Member
 }
 
 // Member returns the member with the given name, or nil.
-func (s *FleetSnapshot) Member(name string) *Member {
+func (s *PeersView) Member(name string) *Member {
 	i, ok := slices.BinarySearchFunc(s.Members, name, func(m Member, n string) int { return strings.Compare(m.Name, n) })
 	if !ok {
 		return nil
@@ -135,9 +135,10 @@ func (s *FleetSnapshot) Member(name string) *Member {
 	return &s.Members[i]
 }
 
-// Fleet is a node's view of the cluster. Snapshot is lock-free; updates come
-// from the node's memberlist callbacks and its processing goroutine.
-type Fleet struct {
+// Peers is the members of the cluster as a node sees them: identity, metadata,
+// status and each one's last load and summary view. View is lock-free; updates
+// come from the node's memberlist callbacks and its processing goroutine.
+type Peers struct {
 	self          string
 	loadMaxAge    time.Duration
 	summaryMaxAge time.Duration
@@ -146,12 +147,12 @@ type Fleet struct {
 	mu       sync.Mutex // protects members and peers
 	members  map[string]Member
 	peers    map[string]*peer
-	snap     atomic.Pointer[FleetSnapshot]
-	onChange func(*FleetSnapshot)
+	cur      atomic.Pointer[PeersView]
+	onChange func(*PeersView)
 }
 
-func newFleet(cfg Config, onChange func(*FleetSnapshot)) *Fleet {
-	f := &Fleet{
+func newPeers(cfg Config, onChange func(*PeersView)) *Peers {
+	ps := &Peers{
 		self:          cfg.NodeName,
 		loadMaxAge:    cfg.LoadMaxAge,
 		summaryMaxAge: cfg.SummaryMaxAge,
@@ -160,26 +161,26 @@ func newFleet(cfg Config, onChange func(*FleetSnapshot)) *Fleet {
 		peers:         make(map[string]*peer),
 		onChange:      onChange,
 	}
-	f.snap.Store(&FleetSnapshot{Self: cfg.NodeName})
-	return f
+	ps.cur.Store(&PeersView{Self: cfg.NodeName})
+	return ps
 }
 
-// Snapshot returns the current members. It never blocks.
-func (f *Fleet) Snapshot() *FleetSnapshot { return f.snap.Load() }
+// View returns the current members. It never blocks.
+func (ps *Peers) View() *PeersView { return ps.cur.Load() }
 
 // upsert records a member as alive with new metadata (join or update).
-func (f *Fleet) upsert(n *memberlist.Node, meta Meta, now time.Time) {
+func (ps *Peers) upsert(n *memberlist.Node, meta Meta, now time.Time) {
 	name := n.Name
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	old, had := f.members[name]
-	p := f.peers[name]
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	old, had := ps.members[name]
+	p := ps.peers[name]
 	if p == nil {
 		p = &peer{name: name}
-		f.peers[name] = p
+		ps.peers[name] = p
 	}
-	m := Member{Name: name, Addr: n.Address(), Meta: meta, ml: memberlist.Node{Name: n.Name, Addr: n.Addr, Port: n.Port}, Status: StatusAlive, StatusSince: now, Self: name == f.self,
-		p: p, loadMaxAge: f.loadMaxAge, summaryMaxAge: f.summaryMaxAge}
+	m := Member{Name: name, Addr: n.Address(), Meta: meta, ml: memberlist.Node{Name: n.Name, Addr: n.Addr, Port: n.Port}, Status: StatusAlive, StatusSince: now, Self: name == ps.self,
+		p: p, loadMaxAge: ps.loadMaxAge, summaryMaxAge: ps.summaryMaxAge}
 	if had && old.Status == StatusAlive {
 		m.StatusSince = old.StatusSince
 	} else {
@@ -192,8 +193,8 @@ func (f *Fleet) upsert(n *memberlist.Node, meta Meta, now time.Time) {
 		// p.early belongs to the processing goroutine; stale entries there
 		// fail the epoch check and are dropped on the next snapshot.
 	}
-	f.members[name] = m
-	f.publishLocked()
+	ps.members[name] = m
+	ps.publishLocked()
 }
 
 // leaveGrace is how long after a member announced its leave its departure
@@ -202,10 +203,10 @@ const leaveGrace = 30 * time.Second
 
 // remove marks a member left (if it announced its leave) or dead, and drops
 // its summary and load. It returns the new status.
-func (f *Fleet) remove(name string, now time.Time) Status {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, ok := f.members[name]
+func (ps *Peers) remove(name string, now time.Time) Status {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	m, ok := ps.members[name]
 	if !ok {
 		return 0
 	}
@@ -217,45 +218,45 @@ func (f *Fleet) remove(name string, now time.Time) Status {
 	m.p.view.Reset()
 	m.p.confirmedAt.Store(0)
 	m.p.load.Store(nil)
-	f.members[name] = m
-	f.publishLocked()
+	ps.members[name] = m
+	ps.publishLocked()
 	return st
 }
 
 // expire forgets members that have been dead or gone longer than retention.
-func (f *Fleet) expire(now time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (ps *Peers) expire(now time.Time) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
 	changed := false
-	for name, m := range f.members {
-		if m.Status != StatusAlive && now.Sub(m.StatusSince) > f.retention {
-			delete(f.members, name)
-			delete(f.peers, name)
+	for name, m := range ps.members {
+		if m.Status != StatusAlive && now.Sub(m.StatusSince) > ps.retention {
+			delete(ps.members, name)
+			delete(ps.peers, name)
 			changed = true
 		}
 	}
 	if changed {
-		f.publishLocked()
+		ps.publishLocked()
 	}
 }
 
 // alive returns the alive member with the given name, or nil.
-func (f *Fleet) alive(name string) *Member {
-	m := f.snap.Load().Member(name)
+func (ps *Peers) alive(name string) *Member {
+	m := ps.cur.Load().Member(name)
 	if m == nil || m.Status != StatusAlive {
 		return nil
 	}
 	return m
 }
 
-func (f *Fleet) publishLocked() {
-	s := &FleetSnapshot{Self: f.self, Members: make([]Member, 0, len(f.members))}
-	for _, m := range f.members {
+func (ps *Peers) publishLocked() {
+	s := &PeersView{Self: ps.self, Members: make([]Member, 0, len(ps.members))}
+	for _, m := range ps.members {
 		s.Members = append(s.Members, m)
 	}
 	slices.SortFunc(s.Members, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
-	f.snap.Store(s)
-	if f.onChange != nil {
-		f.onChange(s)
+	ps.cur.Store(s)
+	if ps.onChange != nil {
+		ps.onChange(s)
 	}
 }

@@ -30,8 +30,9 @@ type Balancer struct {
 	URL, Admin string
 }
 
-// Fleet is a running local fleet.
-type Fleet struct {
+// Cluster is a running local fleet of child processes: simulators, sidecars
+// and balancers.
+type Cluster struct {
 	cfg       Config
 	log       *slog.Logger
 	logDir    string
@@ -45,12 +46,12 @@ type Fleet struct {
 }
 
 // LogDir returns the directory holding the children's logs.
-func (f *Fleet) LogDir() string { return f.logDir }
+func (c *Cluster) LogDir() string { return c.logDir }
 
 // EngineMetricsURLs returns every simulator's /metrics URL.
-func (f *Fleet) EngineMetricsURLs() []string {
-	out := make([]string, len(f.Replicas))
-	for i, r := range f.Replicas {
+func (c *Cluster) EngineMetricsURLs() []string {
+	out := make([]string, len(c.Replicas))
+	for i, r := range c.Replicas {
 		out[i] = r.EngineURL + "/metrics"
 	}
 	return out
@@ -59,7 +60,7 @@ func (f *Fleet) EngineMetricsURLs() []string {
 // Start starts the fleet and returns once every balancer sees every replica
 // alive with a fresh load report and summary and routes the model. On error,
 // whatever started is stopped.
-func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Fleet, error) {
+func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Cluster, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("dev fleet config: %w", err)
 	}
@@ -73,27 +74,27 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Fleet, error) {
 		}
 		cfg.Binary = exe
 	}
-	f := &Fleet{cfg: cfg, log: log, logDir: cfg.LogDir}
-	if f.logDir == "" {
+	c := &Cluster{cfg: cfg, log: log, logDir: cfg.LogDir}
+	if c.logDir == "" {
 		dir, err := os.MkdirTemp("", "inferrail-dev-")
 		if err != nil {
 			return nil, fmt.Errorf("log dir: %w", err)
 		}
-		f.logDir, f.tmpLogDir = dir, true
-	} else if err := os.MkdirAll(f.logDir, 0o755); err != nil {
+		c.logDir, c.tmpLogDir = dir, true
+	} else if err := os.MkdirAll(c.logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("log dir: %w", err)
 	}
 	readyCtx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancel()
-	if err := f.start(readyCtx); err != nil {
-		_ = f.Stop()
+	if err := c.start(readyCtx); err != nil {
+		_ = c.Stop()
 		return nil, err
 	}
-	return f, nil
+	return c, nil
 }
 
-func (f *Fleet) start(ctx context.Context) error {
-	cfg := f.cfg
+func (c *Cluster) start(ctx context.Context) error {
+	cfg := c.cfg
 	var seed string
 	for i := range cfg.Replicas {
 		ports := make([]int, 6) // engine, pub, replay, data, admin, gossip
@@ -132,11 +133,11 @@ func (f *Fleet) start(ctx context.Context) error {
 			simArgs = append(simArgs, SimLatencyArgs(*cfg.SimLatency)...)
 		}
 		simArgs = append(simArgs, cfg.SimArgs...)
-		sim, err := startProc(cfg.Binary, f.logDir, fmt.Sprintf("sim-%d", i), simArgs...)
+		sim, err := startProc(cfg.Binary, c.logDir, fmt.Sprintf("sim-%d", i), simArgs...)
 		if err != nil {
 			return err
 		}
-		f.add(0, sim)
+		c.add(0, sim)
 		if err := waitOK(ctx, r.EngineURL+"/health", sim); err != nil {
 			return fmt.Errorf("simulator %d not ready: %w", i, err)
 		}
@@ -153,21 +154,21 @@ func (f *Fleet) start(ctx context.Context) error {
 			seed = fmt.Sprintf("127.0.0.1:%d", gport)
 		}
 		if cfg.ExactState {
-			path := filepath.Join(f.logDir, fmt.Sprintf("sidecar-%d.yaml", i))
+			path := filepath.Join(c.logDir, fmt.Sprintf("sidecar-%d.yaml", i))
 			if err := os.WriteFile(path, []byte(sidecarExactYAML()), 0o644); err != nil {
 				return fmt.Errorf("write sidecar config: %w", err)
 			}
 			scArgs = append(scArgs, "--config", path)
 		}
-		sc, err := startProc(cfg.Binary, f.logDir, fmt.Sprintf("sidecar-%d", i), scArgs...)
+		sc, err := startProc(cfg.Binary, c.logDir, fmt.Sprintf("sidecar-%d", i), scArgs...)
 		if err != nil {
 			return err
 		}
-		f.add(1, sc)
+		c.add(1, sc)
 		if err := waitOK(ctx, r.SidecarAdmin+"/healthz", sc); err != nil {
 			return fmt.Errorf("sidecar %d not ready: %w", i, err)
 		}
-		f.Replicas = append(f.Replicas, r)
+		c.Replicas = append(c.Replicas, r)
 	}
 	for i := range cfg.Balancers {
 		port := 0
@@ -188,43 +189,43 @@ func (f *Fleet) start(ctx context.Context) error {
 			return err
 		}
 		b := Balancer{URL: fmt.Sprintf("http://127.0.0.1:%d", port), Admin: fmt.Sprintf("http://127.0.0.1:%d", admin)}
-		path := filepath.Join(f.logDir, fmt.Sprintf("balancer-%d.yaml", i))
+		path := filepath.Join(c.logDir, fmt.Sprintf("balancer-%d.yaml", i))
 		doc, err := balancerYAML(cfg, i, port, admin, gport, seed)
 		if err != nil {
 			return err
 		}
-		if cfg.ResponseCache && len(f.Replicas) > 0 {
-			doc += responseCacheYAML(f.Replicas[0].EngineURL, cfg.Model)
+		if cfg.ResponseCache && len(c.Replicas) > 0 {
+			doc += responseCacheYAML(c.Replicas[0].EngineURL, cfg.Model)
 		}
 		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 			return fmt.Errorf("write balancer config: %w", err)
 		}
-		p, err := startProc(cfg.Binary, f.logDir, fmt.Sprintf("balancer-%d", i), "balancer", "--config", path, "--log-level", cfg.LogLevel)
+		p, err := startProc(cfg.Binary, c.logDir, fmt.Sprintf("balancer-%d", i), "balancer", "--config", path, "--log-level", cfg.LogLevel)
 		if err != nil {
 			return err
 		}
-		f.add(2, p)
+		c.add(2, p)
 		if err := waitOK(ctx, b.Admin+"/healthz", p); err != nil {
 			return fmt.Errorf("balancer %d not ready: %w", i, err)
 		}
-		f.Balancers = append(f.Balancers, b)
+		c.Balancers = append(c.Balancers, b)
 	}
-	for i, b := range f.Balancers {
-		if err := poll(ctx, func() error { return f.sees(b.Admin) }); err != nil {
+	for i, b := range c.Balancers {
+		if err := poll(ctx, func() error { return c.sees(b.Admin) }); err != nil {
 			return fmt.Errorf("balancer %d does not see the fleet: %w", i, err)
 		}
 		// A sidecar advertises its data address once it has scraped its
 		// engine: only then is it a replica the balancer routes to.
-		if err := poll(ctx, func() error { return f.routesAll(b.Admin) }); err != nil {
+		if err := poll(ctx, func() error { return c.routesAll(b.Admin) }); err != nil {
 			return fmt.Errorf("balancer %d does not route to every replica: %w", i, err)
 		}
 		// The balancer's routing table follows the gossip a poll interval
 		// later; until it lists the model, requests get 503.
-		if err := poll(ctx, func() error { return f.serves(b.URL) }); err != nil {
+		if err := poll(ctx, func() error { return c.serves(b.URL) }); err != nil {
 			return fmt.Errorf("balancer %d does not route %s: %w", i, cfg.Model, err)
 		}
 	}
-	f.log.Info("dev fleet ready", "replicas", len(f.Replicas), "balancers", len(f.Balancers), "policy", cfg.Policy, "exact_state", cfg.ExactState, "logs", f.logDir)
+	c.log.Info("dev fleet ready", "replicas", len(c.Replicas), "balancers", len(c.Balancers), "policy", cfg.Policy, "exact_state", cfg.ExactState, "logs", c.logDir)
 	return nil
 }
 
@@ -268,7 +269,7 @@ func responseCacheYAML(embedURL, model string) string {
 
 // routesAll reports nil once the balancer's GET /v1/replicas lists every
 // replica healthy.
-func (f *Fleet) routesAll(admin string) error {
+func (c *Cluster) routesAll(admin string) error {
 	resp, err := http.Get(admin + "/v1/replicas")
 	if err != nil {
 		return err
@@ -286,8 +287,8 @@ func (f *Fleet) routesAll(admin string) error {
 			healthy++
 		}
 	}
-	if healthy < len(f.Replicas) {
-		return fmt.Errorf("%d of %d replicas routable", healthy, len(f.Replicas))
+	if healthy < len(c.Replicas) {
+		return fmt.Errorf("%d of %d replicas routable", healthy, len(c.Replicas))
 	}
 	return nil
 }
@@ -295,7 +296,7 @@ func (f *Fleet) routesAll(admin string) error {
 // sees reports nil once the balancer's gossip state shows every replica
 // alive with a fresh load report and a fresh summary (without one, routing
 // falls back to prefix_hash placement).
-func (f *Fleet) sees(admin string) error {
+func (c *Cluster) sees(admin string) error {
 	resp, err := http.Get(admin + "/v1/gossip/state")
 	if err != nil {
 		return err
@@ -323,14 +324,14 @@ func (f *Fleet) sees(admin string) error {
 			ready++
 		}
 	}
-	if ready < len(f.Replicas) {
-		return fmt.Errorf("%d of %d replicas alive with fresh load and summary", ready, len(f.Replicas))
+	if ready < len(c.Replicas) {
+		return fmt.Errorf("%d of %d replicas alive with fresh load and summary", ready, len(c.Replicas))
 	}
 	return nil
 }
 
 // serves reports nil once the balancer's GET /v1/models lists the model.
-func (f *Fleet) serves(url string) error {
+func (c *Cluster) serves(url string) error {
 	resp, err := http.Get(url + "/v1/models")
 	if err != nil {
 		return err
@@ -345,32 +346,32 @@ func (f *Fleet) serves(url string) error {
 		return fmt.Errorf("models: %w", err)
 	}
 	for _, m := range list.Data {
-		if m.ID == f.cfg.Model {
+		if m.ID == c.cfg.Model {
 			return nil
 		}
 	}
-	return fmt.Errorf("model %s not listed yet", f.cfg.Model)
+	return fmt.Errorf("model %s not listed yet", c.cfg.Model)
 }
 
-func (f *Fleet) add(tier int, p *proc) {
-	f.procs = append(f.procs, p)
-	f.tiers[tier] = append(f.tiers[tier], p)
+func (c *Cluster) add(tier int, p *proc) {
+	c.procs = append(c.procs, p)
+	c.tiers[tier] = append(c.tiers[tier], p)
 }
 
 // Stop stops the children tier by tier, each tier in parallel: balancers
 // first (no new requests), then sidecars (which leave the gossip), then
 // simulators. It removes a temporary log directory and is safe to call more
 // than once.
-func (f *Fleet) Stop() error {
+func (c *Cluster) Stop() error {
 	var (
 		mu   sync.Mutex
 		errs []error
 	)
-	for tier := len(f.tiers) - 1; tier >= 0; tier-- {
+	for tier := len(c.tiers) - 1; tier >= 0; tier-- {
 		var wg sync.WaitGroup
-		for _, p := range f.tiers[tier] {
+		for _, p := range c.tiers[tier] {
 			wg.Go(func() {
-				if err := p.stop(f.cfg.StopTimeout); err != nil {
+				if err := p.stop(c.cfg.StopTimeout); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -379,24 +380,24 @@ func (f *Fleet) Stop() error {
 		}
 		wg.Wait()
 	}
-	if f.tmpLogDir && !f.cfg.KeepLogs && len(errs) == 0 {
-		_ = os.RemoveAll(f.logDir)
+	if c.tmpLogDir && !c.cfg.KeepLogs && len(errs) == 0 {
+		_ = os.RemoveAll(c.logDir)
 	}
 	return errors.Join(errs...)
 }
 
 // Run starts the fleet, calls ready with it, and stops it when ctx ends or
 // a child exits on its own (then it returns that error).
-func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(*Fleet)) error {
-	f, err := Start(ctx, cfg, log)
+func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(*Cluster)) error {
+	c, err := Start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	if ready != nil {
-		ready(f)
+		ready(c)
 	}
 	died := make(chan error, 1)
-	for _, p := range f.procs {
+	for _, p := range c.procs {
 		go func() {
 			select {
 			case <-p.done:
@@ -413,7 +414,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(*Fleet)) 
 	case <-ctx.Done():
 	case runErr = <-died:
 	}
-	if err := f.Stop(); err != nil {
+	if err := c.Stop(); err != nil {
 		return errors.Join(runErr, err)
 	}
 	return runErr
