@@ -41,7 +41,7 @@ type Balancer struct {
 	m      *metrics
 	node   *gossip.Node // nil: gossip disabled
 	// name is the balancer's identity: its gossip node name, which its
-	// requests carry to sidecars (loadreport.Origin) and which seeds its
+	// requests carry to sidecars (load.Origin) and which seeds its
 	// policies' randomness apart from other balancers'.
 	name    string
 	seedMix uint64 // xxh3 of name

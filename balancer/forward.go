@@ -14,7 +14,7 @@ import (
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
-	"github.com/inferrail/inferrail/internal/loadreport"
+	"github.com/inferrail/inferrail/internal/load"
 	"github.com/inferrail/inferrail/internal/openai"
 )
 
@@ -302,7 +302,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	sent := b.now()
 	hdr := http.Header{HeaderRequestID: {rq.id}}
 	if rep.Member() != nil { // a sidecar: it reports its load with the response
-		hdr[loadreport.Origin] = []string{b.name}
+		hdr[load.Origin] = []string{b.name}
 	}
 	tp, ts := b.tr.Traceparent(actx) // the attempt's span is the upstream's parent ("": off)
 	setTraceHeaders(hdr, tp, ts)

@@ -38,7 +38,7 @@ type Config struct {
 	// Health configures probes and ejection.
 	Health HealthConfig
 	// Origin is this balancer's name as its requests carry it to sidecars
-	// (loadreport.Origin): the share of a replica's load reported under it
+	// (load.Origin): the share of a replica's load reported under it
 	// is this balancer's own, which its exact counts replace.
 	Origin string
 	// PollInterval is how often the gossip membership is checked for changes
