@@ -3,8 +3,10 @@ package balancer
 import (
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/inferrail/inferrail/balancer/fleet"
+	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/load"
 )
 
@@ -53,4 +55,13 @@ func (t *trailerReport) Read(p []byte) (int, error) {
 		delete(t.resp.Trailer, load.Header)
 	}
 	return n, err
+}
+
+// loadMaxAge returns the gossip's load staleness limit for the balancer's
+// gossip section: the fleet judges response reports by it, as the gossip
+// judges announcements (fleet.Config.LoadMaxAge).
+func loadMaxAge(t gossip.Timings) time.Duration {
+	c := gossip.DefaultConfig()
+	t.Apply(&c)
+	return c.LoadMaxAge
 }

@@ -16,6 +16,8 @@ type ModelSet struct {
 	Replicas []*Replica
 	base     []route.Candidate
 	origin   string // Config.Origin
+	// loadMaxAge is Config.LoadMaxAge.
+	loadMaxAge time.Duration
 }
 
 // build fills the candidates' immutable fields.
@@ -35,8 +37,10 @@ func (m *ModelSet) build() {
 // fields plus the replica's current health, load, TTFT correction and
 // summary. The load is the newer of the gossiped report and the report of the
 // replica's last response to this balancer, as the sidecar wrote it, with this
-// balancer's share and the time it arrived beside it (route.Load). It
-// allocates only when dst is too small.
+// balancer's share beside it (route.Load); either is stale once older than
+// the gossip's load_max_age (Config.LoadMaxAge; the gossip also marks a
+// member's announcement stale once the member is not alive). It allocates
+// only when dst is too small.
 func (m *ModelSet) Candidates(now time.Time, dst []route.Candidate) []route.Candidate {
 	dst = append(dst[:0], m.base...)
 	for i, r := range m.Replicas {
@@ -47,13 +51,12 @@ func (m *ModelSet) Candidates(now time.Time, dst []route.Candidate) []route.Cand
 		var gossipAt time.Time
 		if mem != nil {
 			if a, fresh, ok := mem.Load(now); ok {
-				c.Load = route.Load{Report: a.Load, Own: a.Load.Share(m.origin), Known: true, Exact: true,
-					Stale: !fresh, At: a.ReceivedAt}
+				c.Load = route.Load{Report: a.Load, Own: a.Load.Share(m.origin), Known: true, Exact: true, Stale: !fresh}
 				gossipAt = a.ReceivedAt
 			}
 		}
 		if rr := r.report.Load(); rr != nil && rr.at.After(gossipAt) {
-			c.Load = route.Load{Report: rr.r, Own: rr.own, Known: true, Exact: true, At: rr.at}
+			c.Load = route.Load{Report: rr.r, Own: rr.own, Known: true, Exact: true, Stale: now.Sub(rr.at) > m.loadMaxAge}
 		}
 		if mem == nil {
 			continue
@@ -62,7 +65,6 @@ func (m *ModelSet) Candidates(now time.Time, dst []route.Candidate) []route.Cand
 		if v.Info().Valid {
 			c.Prefix = (*gpuView)(v)
 			c.SummaryStale = !fresh
-			c.SummaryAt = mem.SummaryConfirmedAt()
 		}
 	}
 	return dst

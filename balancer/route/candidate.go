@@ -2,7 +2,6 @@ package route
 
 import (
 	"math"
-	"time"
 
 	"github.com/zeebo/xxh3"
 
@@ -45,7 +44,7 @@ type PromptIndex interface {
 // sidecar's load.Report, as it wrote it, over the gossip or in the last
 // response this balancer proxied from it, whichever is newer
 // (docs/routing.md#the-load-model), with what the fleet knows about its
-// arrival beside it.
+// arrival beside it: whether it is stale, judged once by the fleet.
 type Load struct {
 	// Report is the report as the sidecar wrote it (Running, Waiting,
 	// KVUsage, InFlight, Pending, PrefillTokens).
@@ -56,12 +55,10 @@ type Load struct {
 	Own load.Share
 	// Known reports whether a report has been received at all.
 	Known bool
-	// Stale reports whether the fleet judged the report too old. Policies
-	// also treat a report as stale when Request.Now - At > Config.MaxLoadAge.
+	// Stale reports whether the fleet judged the report too old (received
+	// more than the gossip's load_max_age ago, or its member not alive): a
+	// stale report is not used. Policies do not judge its age again.
 	Stale bool
-	// At is when this balancer received the report (zero: age unknown, trust
-	// Stale alone).
-	At time.Time
 	// Exact reports whether Report's data-path counts are the sidecar's
 	// exact counts (the fleet sets it for every sidecar's report). Without
 	// them (a report of engine metrics only) policies fall back to the
@@ -123,10 +120,9 @@ type Candidate struct {
 	Load Load
 	// Prefix is the replica's prefix summary (nil: unknown).
 	Prefix PrefixIndex
-	// SummaryStale reports whether the fleet judged the summary too old;
-	// SummaryAt is when it was last confirmed current (zero: age unknown).
+	// SummaryStale reports whether the gossip judged the summary too old
+	// (not confirmed within summary_max_age): a stale summary is not used.
 	SummaryStale bool
-	SummaryAt    time.Time
 	// BlockSize is the replica's KV block size in tokens (0: the request's).
 	// A replica whose block size differs from Request.BlockSize gets no
 	// cache prediction.

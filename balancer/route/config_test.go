@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestDefaultConfigIsValidForEveryPolicy(t *testing.T) {
@@ -50,8 +49,6 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"prefix blocks", func(c *Config) { c.PrefixBlocks = 0 }, []string{"prefix_blocks must be >= 1, got 0"}},
 		{"load factor", func(c *Config) { c.LoadFactor = 0.9 }, []string{"load_factor must be >= 1 and finite, got 0.9"}},
 		{"min load bound", func(c *Config) { c.MinLoadBound = -1 }, []string{"min_load_bound must be >= 0, got -1"}},
-		{"load age", func(c *Config) { c.MaxLoadAge = 0 }, []string{"max_load_age must be > 0, got 0s"}},
-		{"summary age", func(c *Config) { c.MaxSummaryAge = -time.Second }, []string{"max_summary_age must be > 0, got -1s"}},
 		{"negative weight", func(c *Config) { c.KVAware.LoadWeight = -1 }, []string{"kv_aware.load_weight must be >= 0 and finite, got -1"}},
 		{"zero weights", func(c *Config) { c.KVAware = KVAwareConfig{} }, []string{"kv_aware weights must not all be 0"}},
 		{"rate", func(c *Config) { c.Cost.LinearTokPerSec = 0 }, []string{"cost_model.linear_tok_per_sec must be > 0 and finite, got 0"}},

@@ -133,15 +133,6 @@ func TestCostModelChoices(t *testing.T) {
 			wantReason: ReasonLowestTTFT,
 		},
 		{
-			name: "old queue report is ignored",
-			edit: func(cs []Candidate) {
-				cs[2].Load.Exact, cs[2].Load.InFlight, cs[2].Load.Pending, cs[2].Load.PrefillTokens = true, 5, 5, 50000
-				cs[2].Load.At = t0.Add(-3 * time.Second)
-			},
-			want:       2,
-			wantReason: ReasonLowestTTFT,
-		},
-		{
 			name: "own pending prefill counts when the report is stale",
 			edit: func(cs []Candidate) {
 				cs[2].Load.Stale = true

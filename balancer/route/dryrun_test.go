@@ -109,7 +109,7 @@ func TestWorkOf(t *testing.T) {
 	p := newPolicy(t, PolicyCostModel, nil)
 	c := cands(1)[0]
 	lease(c.Own, 100)
-	c.Load = Load{Known: true, Exact: true, At: t0, Report: load.Report{InFlight: 2, Pending: 1, PrefillTokens: 50}}
+	c.Load = Load{Known: true, Exact: true, Report: load.Report{InFlight: 2, Pending: 1, PrefillTokens: 50}}
 	got := WorkOf(p, &c, t0.Add(time.Millisecond))
 	want := Work{InFlight: 3, Pending: 2, PrefillTokens: 150}
 	if got != want {

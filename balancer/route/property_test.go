@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/inferrail/inferrail/internal/load"
 )
@@ -54,9 +53,6 @@ func randomWorld(r *rand.Rand) ([]Candidate, *Request) {
 				Report: load.Report{Running: r.Int64N(50), Waiting: pending + r.Int64N(3), InFlight: pending + r.Int64N(60),
 					Pending: pending, PrefillTokens: r.Int64N(100000), KVUsage: r.Float64()},
 				Own: load.Share{InFlight: r.Int64N(3), Pending: r.Int64N(2), PrefillTokens: r.Int64N(2000)},
-			}
-			if r.IntN(2) == 0 {
-				c.Load.At = t0.Add(-time.Duration(r.IntN(4000)) * time.Millisecond)
 			}
 		}
 		if r.IntN(4) != 0 {
