@@ -91,3 +91,21 @@ func (g *gpuView) LongestPrefixOf(p route.PreparedPrompt) (int, bool) {
 }
 
 var _ route.PromptIndex = (*gpuView)(nil)
+
+// Prompt prepares a request's block hashes for the replicas' gossiped
+// summaries (route.PromptPreparer): their filters' bloom positions, computed
+// once per request for every candidate (gpuView.LongestPrefixOf answers from
+// them). The zero value is ready; it reuses its storage across requests.
+type Prompt struct{ p summary.Prompt }
+
+// Prepare prepares hashes for the summaries' filters; the result is valid
+// until the next Prepare.
+func (p *Prompt) Prepare(hashes []kvblock.Hash) route.PreparedPrompt {
+	p.p.Reset(hashes, summary.DefaultHashFuncs)
+	return &p.p
+}
+
+// Len returns the number of blocks last prepared.
+func (p *Prompt) Len() int { return p.p.Len() }
+
+var _ route.PromptPreparer = (*Prompt)(nil)

@@ -14,10 +14,10 @@ func TestDefaultConfigIsValidForEveryPolicy(t *testing.T) {
 			if p.Name() != name {
 				t.Errorf("Name() = %q, want %q", p.Name(), name)
 			}
-			hasOverlay := OverlayOf(p) != nil
+			hasOverlay := overlayOf(p) != nil
 			wantOverlay := name == PolicyKVAware || name == PolicyCostModel || name == PolicyDynamoKV || name == PolicyLLMD
 			if hasOverlay != wantOverlay {
-				t.Errorf("OverlayOf(%s) != nil is %v, want %v", name, hasOverlay, wantOverlay)
+				t.Errorf("overlayOf(%s) != nil is %v, want %v", name, hasOverlay, wantOverlay)
 			}
 		})
 	}
@@ -83,7 +83,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 
 func TestOverlayDisabledByZeroTTL(t *testing.T) {
 	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.Overlay.TTL, c.Overlay.TextTTL = 0, 0 })
-	if OverlayOf(p) != nil {
+	if overlayOf(p) != nil {
 		t.Error("overlay present with ttl 0")
 	}
 }

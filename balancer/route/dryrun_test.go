@@ -22,7 +22,7 @@ func TestDryRunRecordsNothing(t *testing.T) {
 					t.Fatalf("dry Pick: %v", err)
 				}
 			}
-			if o := OverlayOf(p); o != nil {
+			if o := overlayOf(p); o != nil {
 				for _, c := range cs {
 					if n := overlayPrefix(o, hs, c.ID, t0); n != 0 {
 						t.Errorf("overlay holds %d blocks on %s after dry runs, want 0", n, c.ID)
