@@ -41,7 +41,7 @@ type Balancer struct {
 	m      *metrics
 	node   *gossip.Node // nil: gossip disabled
 	// name is the balancer's identity: its gossip node name, which its
-	// requests carry to sidecars (loadreport.Origin) and which seeds its
+	// requests carry to sidecars (load.Origin) and which seeds its
 	// policies' randomness apart from other balancers'.
 	name    string
 	seedMix uint64 // xxh3 of name
@@ -121,7 +121,8 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 	b.ui = webui.New(webui.Info{Role: "balancer", Name: b.name, Version: buildinfo.Version(), Gossip: b.node != nil},
 		webui.GathererTotals(b.gather, "inferrail_balancer_requests_total", "inferrail_balancer_ttft_seconds",
 			"inferrail_balancer_prompt_tokens", "inferrail_balancer_predicted_cached_tokens"))
-	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health, Static: staticSpecs(&b.cfg), Origin: b.name}
+	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health, Static: staticSpecs(&b.cfg), Origin: b.name,
+		LoadMaxAge: loadMaxAge(cfg.Gossip.Timings)}
 	if b.fleet, err = fleet.New(fc, src, prober{b.proxy}, log.With("component", "fleet"), reg); err != nil {
 		if b.node != nil {
 			_ = b.node.Shutdown()

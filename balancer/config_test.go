@@ -159,6 +159,10 @@ func TestBadConfigsReportEveryProblem(t *testing.T) {
 			"discovery.dns[2].port must be in [1, 65535], got 70000",
 			"discovery.dns[2].models[0] must not be empty",
 		}},
+		{"bad-removed-keys.yaml", []string{
+			"line 4: models[0].routing.max_load_age: removed: a load report's staleness limit is gossip.load_max_age now",
+			"line 5: models[0].routing.max_summary_age: removed: a prefix summary's staleness limit is gossip.summary_max_age now",
+		}},
 		{"bad-discovery-keys.yaml", []string{
 			"line 7: discovery.dns[0].refresh: unknown key",
 		}},

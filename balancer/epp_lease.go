@@ -100,8 +100,8 @@ func (l *eppLease) Prefilled() {
 		return
 	}
 	rep.Counters.Prefilled(l.cur.uncached)
-	if o := route.OverlayOf(l.model.policy); o != nil {
-		o.Settle(l.hashes, rep.ID, l.p.b.now())
+	if s, ok := l.model.policy.(route.Settler); ok {
+		s.Settle(l.hashes, rep.ID, l.p.b.now())
 	}
 	if l.tokens > 0 {
 		l.p.b.m.cachedTokens.WithLabelValues(l.model.cfg.Name).Observe(float64(l.cur.cached))

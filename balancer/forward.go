@@ -12,9 +12,8 @@ import (
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/proxy"
 	"github.com/inferrail/inferrail/balancer/route"
-	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
-	"github.com/inferrail/inferrail/internal/loadreport"
+	"github.com/inferrail/inferrail/internal/load"
 	"github.com/inferrail/inferrail/internal/openai"
 )
 
@@ -32,9 +31,9 @@ type scratch struct {
 	exclude []int
 	tried   []*fleet.Replica
 	full    []*fleet.Replica
-	// prompt is the request's hashes prepared for the replicas' summaries
+	// prompt prepares the request's hashes for the replicas' summaries
 	// (route.Request.Prompt), reused across requests.
-	prompt summary.Prompt
+	prompt fleet.Prompt
 	// took is how long the last decide took (the decision log's).
 	took time.Duration
 }
@@ -56,7 +55,7 @@ func (b *Balancer) putScratch(s *scratch) {
 	clear(s.full)
 	s.tried, s.full = s.tried[:0], s.full[:0]
 	if s.prompt.Len() > maxPooledPromptBlocks {
-		s.prompt = summary.Prompt{}
+		s.prompt = fleet.Prompt{}
 	}
 	b.scratch.Put(s)
 }
@@ -151,13 +150,13 @@ func (b *Balancer) prepare(ctx context.Context, rq *request, body []byte, sc *sc
 }
 
 // preparedPrompt prepares rq's hashes for the replicas' summaries once per
-// request, when its model's policy asks them (nil otherwise).
+// request; route decides whether its model's policy asks them (nil
+// otherwise). A text-prefix identity has no summary to ask.
 func (sc *scratch) preparedPrompt(rq *request) route.PreparedPrompt {
-	if len(rq.hashes) > 0 && !rq.estimated && route.UsesPrefixIndex(rq.model.policy) {
-		sc.prompt.Reset(rq.hashes, summary.DefaultHashFuncs)
-		return &sc.prompt
+	if rq.estimated {
+		return nil
 	}
-	return nil
+	return route.PreparePrompt(rq.model.policy, rq.hashes, &sc.prompt)
 }
 
 // decide runs rq's policy over set's candidates at now, without the
@@ -304,7 +303,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	sent := b.now()
 	hdr := http.Header{HeaderRequestID: {rq.id}}
 	if rep.Member() != nil { // a sidecar: it reports its load with the response
-		hdr[loadreport.Origin] = []string{b.name}
+		hdr[load.Origin] = []string{b.name}
 	}
 	tp, ts := b.tr.Traceparent(actx) // the attempt's span is the upstream's parent ("": off)
 	setTraceHeaders(hdr, tp, ts)
@@ -360,8 +359,8 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	prefilled := func() {
 		ls.prefill()
 		now := b.now()
-		if o := route.OverlayOf(rq.model.policy); o != nil {
-			o.Settle(rq.settleHashes(), rep.ID, now)
+		if s, ok := rq.model.policy.(route.Settler); ok {
+			s.Settle(rq.settleHashes(), rep.ID, now)
 		}
 		b.m.ttft.WithLabelValues(rq.model.cfg.Name, rq.model.policy.Name(), rep.ID).Observe(now.Sub(rq.start).Seconds())
 		if rq.stream {

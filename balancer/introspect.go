@@ -96,8 +96,8 @@ func (b *Balancer) serveReplicas(w http.ResponseWriter, r *http.Request) {
 		}
 		if m := rep.Member(); m != nil {
 			if lr, fresh, ok := m.Load(now); ok {
-				ri.Load = &ReplicaLoad{Running: int64(lr.Load.Running), Waiting: int64(lr.Load.Waiting),
-					InFlight: int64(lr.Load.InFlight), KVUsage: float64(lr.Load.KVCacheUsage),
+				ri.Load = &ReplicaLoad{Running: lr.Load.Running, Waiting: lr.Load.Waiting,
+					InFlight: lr.Load.InFlight, KVUsage: lr.Load.KVUsage,
 					AgeSeconds: now.Sub(lr.ReceivedAt).Seconds(), Fresh: fresh}
 			}
 			if at := m.SummaryConfirmedAt(); !at.IsZero() {

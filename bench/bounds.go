@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/lru"
 )
 
 // Prompt is one sent prompt as the engine sees it: its length and the chained
@@ -106,84 +107,34 @@ func infiniteHits(prompts []Prompt) int {
 	return hits
 }
 
-// lru is a block LRU of fixed capacity: a doubly linked list threaded
-// through a slice (no allocation per touch), most recent at head.
-type lru struct {
-	cap        int
-	items      map[kvblock.Hash]int32 // block → node index
-	nodes      []lruNode
-	head, tail int32 // -1 when empty
-	free       []int32
+// blockLRU is a block LRU of fixed capacity (an index-linked internal/lru.List:
+// no allocation per touch), most recent first.
+type blockLRU struct {
+	cap    int
+	blocks *lru.List[kvblock.Hash, struct{}]
 }
 
-type lruNode struct {
-	h          kvblock.Hash
-	prev, next int32
-}
-
-func newLRU(capacity int) *lru {
-	return &lru{cap: capacity, items: map[kvblock.Hash]int32{}, head: -1, tail: -1}
+func newLRU(capacity int) *blockLRU {
+	return &blockLRU{cap: capacity, blocks: lru.New[kvblock.Hash, struct{}](0)}
 }
 
 // match returns the number of leading hashes present.
-func (c *lru) match(hs []kvblock.Hash) int {
+func (c *blockLRU) match(hs []kvblock.Hash) int {
 	for i, h := range hs {
-		if _, ok := c.items[h]; !ok {
+		if !c.blocks.Contains(h) {
 			return i
 		}
 	}
 	return len(hs)
 }
 
-func (c *lru) unlink(i int32) {
-	n := &c.nodes[i]
-	if n.prev >= 0 {
-		c.nodes[n.prev].next = n.next
-	} else {
-		c.head = n.next
-	}
-	if n.next >= 0 {
-		c.nodes[n.next].prev = n.prev
-	} else {
-		c.tail = n.prev
-	}
-}
-
-func (c *lru) pushFront(i int32) {
-	c.nodes[i].prev, c.nodes[i].next = -1, c.head
-	if c.head >= 0 {
-		c.nodes[c.head].prev = i
-	}
-	c.head = i
-	if c.tail < 0 {
-		c.tail = i
-	}
-}
-
 // insert touches or adds hs in order, then evicts the least recent.
-func (c *lru) insert(hs []kvblock.Hash) {
+func (c *blockLRU) insert(hs []kvblock.Hash) {
 	for _, h := range hs {
-		if i, ok := c.items[h]; ok {
-			c.unlink(i)
-			c.pushFront(i)
-			continue
-		}
-		var i int32
-		if n := len(c.free); n > 0 {
-			i, c.free = c.free[n-1], c.free[:n-1]
-			c.nodes[i].h = h
-		} else {
-			i = int32(len(c.nodes))
-			c.nodes = append(c.nodes, lruNode{h: h})
-		}
-		c.items[h] = i
-		c.pushFront(i)
+		c.blocks.Touch(h)
 	}
-	for len(c.items) > c.cap {
-		i := c.tail
-		c.unlink(i)
-		delete(c.items, c.nodes[i].h)
-		c.free = append(c.free, i)
+	for c.blocks.Len() > c.cap {
+		c.blocks.RemoveOldest()
 	}
 }
 
@@ -271,7 +222,7 @@ func prefillTime(newTokens, cached int) time.Duration {
 }
 
 func oracleHits(prompts []Prompt, replicas, cacheBlocks, blockSize int) (int, []time.Duration) {
-	caches := make([]*lru, replicas)
+	caches := make([]*blockLRU, replicas)
 	for i := range caches {
 		caches[i] = newLRU(cacheBlocks)
 	}

@@ -132,8 +132,8 @@ func TestLRUMatchesReference(t *testing.T) {
 			if len(ref) > capacity {
 				ref = ref[len(ref)-capacity:]
 			}
-			if len(c.items) != len(ref) {
-				t.Fatalf("iter %d step %d: %d blocks held, want %d", iter, step, len(c.items), len(ref))
+			if c.blocks.Len() != len(ref) {
+				t.Fatalf("iter %d step %d: %d blocks held, want %d", iter, step, c.blocks.Len(), len(ref))
 			}
 		}
 	}

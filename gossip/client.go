@@ -76,7 +76,7 @@ func (v *ClusterView) WriteTable(w io.Writer) error {
 		s := state[m.Name]
 		load, loadAge := "-", "-"
 		if l := s.Load; l != nil {
-			load = fmt.Sprintf("%d/%d/%.0f%%", l.Running, l.Waiting, 100*l.KVCacheUsage)
+			load = fmt.Sprintf("%d/%d/%.0f%%", l.Running, l.Waiting, 100*l.KVUsage)
 			loadAge = age(l.AgeMS, l.Stale)
 		}
 		ver, blocks, size, sumAge := "-", "-", "-", "-"

@@ -10,6 +10,7 @@ import (
 	"github.com/inferrail/inferrail/gossip/gossiptest"
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 func newBuilder(t *testing.T) *summary.Builder {
@@ -37,7 +38,7 @@ func TestClusterConvergesAndDisseminates(t *testing.T) {
 				builders[i].Add(kvblock.Hash(i)<<32|h, summary.MediumGPU)
 			}
 			c.Nodes[i].SetSummarySource(builders[i])
-			c.Nodes[i].SetLoad(gossip.Load{Running: uint32(i + 1), KVCacheUsage: 0.5})
+			c.Nodes[i].SetLoad(load.Report{Running: int64(i + 1), KVUsage: 0.5})
 		}
 		balancers := c.Nodes[3:]
 		holds := func(b *gossip.Node, sidecar int, h kvblock.Hash) bool {
@@ -48,7 +49,7 @@ func TestClusterConvergesAndDisseminates(t *testing.T) {
 			}
 			v, fresh := m.Summary(now)
 			lr, loadFresh, ok := m.Load(now)
-			return fresh && loadFresh && ok && lr.Load.Running == uint32(sidecar+1) && v.Contains(h, summary.MediumGPU)
+			return fresh && loadFresh && ok && lr.Load.Running == int64(sidecar+1) && v.Contains(h, summary.MediumGPU)
 		}
 		everywhere := func(h func(i int) kvblock.Hash) func() bool {
 			return func() bool {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // Message type bytes: the first byte of every user message a node sends.
@@ -23,60 +25,14 @@ const (
 // ErrMalformed is wrapped by every decoding error in this package.
 var ErrMalformed = errors.New("malformed gossip message")
 
-// Load is a replica's load as its sidecar reports it.
-type Load struct {
-	// Running and Waiting are the engine's running and queued requests.
-	Running uint32 `json:"running"`
-	Waiting uint32 `json:"waiting"`
-	// InFlight is the requests the sidecar is proxying right now.
-	InFlight uint32 `json:"in_flight"`
-	// KVCacheUsage is the engine's KV cache usage in [0,1].
-	KVCacheUsage float32 `json:"kv_cache_usage"`
-	// WaitingPrefillTokens is the uncached prompt tokens of the requests
-	// waiting for their first token: the prefill work queued or running on
-	// the engine (the sidecar counts each prompt past the prefix its block
-	// set holds at arrival).
-	WaitingPrefillTokens uint64 `json:"waiting_prefill_tokens"`
-	// Pending is the requests the sidecar is proxying whose prefill is not
-	// over (no first token yet): WaitingPrefillTokens is their work. An
-	// engine that reports more waiting requests than this serves traffic
-	// that bypasses the sidecar.
-	Pending uint32 `json:"pending"`
-	// Origins breaks InFlight, Pending and WaitingPrefillTokens down by the
-	// balancer that sent the requests (at most MaxOrigins, the largest
-	// first), so that a balancer can add the other balancers' share to its
-	// own exact counts without counting its own twice.
-	Origins []OriginLoad `json:"origins,omitempty"`
-}
-
-// MaxOrigins bounds Load.Origins on the wire.
+// MaxOrigins bounds load.Report.Origins on the wire.
 const MaxOrigins = 8
-
-// OriginLoad is one balancer's share of a replica's load.
-type OriginLoad struct {
-	// Origin names the balancer (its gossip node name).
-	Origin string `json:"origin"`
-	// InFlight, Pending and PrefillTokens are as in Load, for this origin.
-	InFlight      uint32 `json:"in_flight"`
-	Pending       uint32 `json:"pending"`
-	PrefillTokens uint64 `json:"prefill_tokens"`
-}
-
-// Origin returns the share of the balancer named origin (zero when absent).
-func (l *Load) Origin(origin string) OriginLoad {
-	for _, o := range l.Origins {
-		if o.Origin == origin {
-			return o
-		}
-	}
-	return OriginLoad{Origin: origin}
-}
 
 // announce is a sidecar's periodic report to balancers and observers.
 type announce struct {
 	From       string
 	SentAt     int64 // Unix nanoseconds
-	Load       Load
+	Load       load.Report
 	Epoch, Seq uint64 // summary version; Epoch 0: no summary
 }
 
@@ -93,25 +49,28 @@ func appendString(b []byte, s string) []byte {
 func (a *announce) marshal() []byte {
 	b := appendHeader(make([]byte, 0, 64+len(a.From)), msgAnnounce, a.From)
 	b = binary.AppendUvarint(b, uint64(a.SentAt))
-	b = binary.AppendUvarint(b, uint64(a.Load.Running))
-	b = binary.AppendUvarint(b, uint64(a.Load.Waiting))
-	b = binary.AppendUvarint(b, uint64(a.Load.InFlight))
-	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(a.Load.KVCacheUsage))
-	b = binary.AppendUvarint(b, a.Load.WaitingPrefillTokens)
+	b = binary.AppendUvarint(b, uint64(clampU32(a.Load.Running)))
+	b = binary.AppendUvarint(b, uint64(clampU32(a.Load.Waiting)))
+	b = binary.AppendUvarint(b, uint64(clampU32(a.Load.InFlight)))
+	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(a.Load.KVUsage)))
+	b = binary.AppendUvarint(b, uint64(max(a.Load.PrefillTokens, 0)))
 	b = binary.AppendUvarint(b, a.Epoch)
 	b = binary.AppendUvarint(b, a.Seq)
 	// Added after the first release: decoders accept messages that end here.
-	b = binary.AppendUvarint(b, uint64(a.Load.Pending))
+	b = binary.AppendUvarint(b, uint64(clampU32(a.Load.Pending)))
 	origins := a.Load.Origins[:min(len(a.Load.Origins), MaxOrigins)]
 	b = binary.AppendUvarint(b, uint64(len(origins)))
 	for _, o := range origins {
 		b = appendString(b, o.Origin[:min(len(o.Origin), maxNameLen)])
-		b = binary.AppendUvarint(b, uint64(o.InFlight))
-		b = binary.AppendUvarint(b, uint64(o.Pending))
-		b = binary.AppendUvarint(b, o.PrefillTokens)
+		b = binary.AppendUvarint(b, uint64(clampU32(o.InFlight)))
+		b = binary.AppendUvarint(b, uint64(clampU32(o.Pending)))
+		b = binary.AppendUvarint(b, uint64(max(o.PrefillTokens, 0)))
 	}
 	return b
 }
+
+// clampU32 bounds a count to the wire's uint32 (negative: 0).
+func clampU32(v int64) uint32 { return uint32(min(max(v, 0), math.MaxUint32)) }
 
 // marshalSummary wraps an encoded summary message (gossip/summary) for the wire.
 func marshalSummary(from string, body []byte) []byte {
@@ -161,6 +120,12 @@ func (d *decoder) uint32() uint32 {
 		d.fail("%d overflows uint32", v)
 	}
 	return uint32(v)
+}
+
+// int63 reads a uvarint count into an int64, saturating at math.MaxInt64
+// (the wire field is a uint64; load.Report counts are int64).
+func (d *decoder) int63() int64 {
+	return int64(min(d.uvarint(), math.MaxInt64))
 }
 
 func (d *decoder) string() string {
@@ -223,34 +188,34 @@ func decodeAnnounce(from string, body []byte) (announce, error) {
 		d.fail("send time %d", sent)
 	}
 	a.SentAt = int64(sent)
-	a.Load.Running = d.uint32()
-	a.Load.Waiting = d.uint32()
-	a.Load.InFlight = d.uint32()
+	a.Load.Running = int64(d.uint32())
+	a.Load.Waiting = int64(d.uint32())
+	a.Load.InFlight = int64(d.uint32())
 	if d.err == nil {
 		if len(d.b) < 4 {
 			d.fail("truncated kv usage")
 		} else {
-			a.Load.KVCacheUsage = math.Float32frombits(binary.LittleEndian.Uint32(d.b))
+			a.Load.KVUsage = float64(math.Float32frombits(binary.LittleEndian.Uint32(d.b)))
 			d.b = d.b[4:]
 		}
 	}
-	a.Load.WaitingPrefillTokens = d.uvarint()
+	a.Load.PrefillTokens = d.int63()
 	a.Epoch = d.uvarint()
 	a.Seq = d.uvarint()
 	if d.err == nil && len(d.b) > 0 { // a sender that reports pending and origins
-		a.Load.Pending = d.uint32()
+		a.Load.Pending = int64(d.uint32())
 		n := d.uvarint()
 		if n > MaxOrigins {
 			d.fail("%d origins", n)
 		}
 		for i := uint64(0); i < n && d.err == nil; i++ {
-			o := OriginLoad{Origin: d.string()}
+			o := load.Share{Origin: d.string()}
 			if d.err == nil && (o.Origin == "" || len(o.Origin) > maxNameLen) {
 				d.fail("origin name of %d bytes", len(o.Origin))
 			}
-			o.InFlight = d.uint32()
-			o.Pending = d.uint32()
-			o.PrefillTokens = d.uvarint()
+			o.InFlight = int64(d.uint32())
+			o.Pending = int64(d.uint32())
+			o.PrefillTokens = d.int63()
 			a.Load.Origins = append(a.Load.Origins, o)
 		}
 	}

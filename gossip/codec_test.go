@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 func randomMeta(r *rand.Rand) Meta {
@@ -130,12 +132,12 @@ func TestAnnounceRoundTripProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := range 1000 {
 		want := announce{From: "sidecar-" + string(rune('a'+r.IntN(26))), SentAt: r.Int64(),
-			Load: Load{Running: r.Uint32(), Waiting: r.Uint32(), InFlight: r.Uint32(), KVCacheUsage: r.Float32(),
-				WaitingPrefillTokens: r.Uint64(), Pending: r.Uint32()},
+			Load: load.Report{Running: int64(r.Uint32()), Waiting: int64(r.Uint32()), InFlight: int64(r.Uint32()),
+				KVUsage: float64(r.Float32()), PrefillTokens: r.Int64(), Pending: int64(r.Uint32())},
 			Epoch: r.Uint64(), Seq: r.Uint64()}
 		for j := range r.IntN(MaxOrigins + 1) {
-			want.Load.Origins = append(want.Load.Origins, OriginLoad{Origin: "balancer-" + string(rune('a'+j)),
-				InFlight: r.Uint32(), Pending: r.Uint32(), PrefillTokens: r.Uint64()})
+			want.Load.Origins = append(want.Load.Origins, load.Share{Origin: "balancer-" + string(rune('a'+j)),
+				InFlight: int64(r.Uint32()), Pending: int64(r.Uint32()), PrefillTokens: r.Int64()})
 		}
 		b := want.marshal()
 		h, body, err := decodeHeader(b)
@@ -159,7 +161,7 @@ func TestAnnounceRoundTripProperty(t *testing.T) {
 // after the summary version) still decodes, and a count of origins over the
 // bound is rejected.
 func TestAnnounceCompatibility(t *testing.T) {
-	a := announce{From: "s", SentAt: 5, Load: Load{Running: 2, WaitingPrefillTokens: 9}, Epoch: 1, Seq: 2}
+	a := announce{From: "s", SentAt: 5, Load: load.Report{Running: 2, PrefillTokens: 9}, Epoch: 1, Seq: 2}
 	b := a.marshal()
 	h, body, err := decodeHeader(b)
 	if err != nil {
@@ -204,7 +206,7 @@ func TestDecodeHeaderRejects(t *testing.T) {
 }
 
 func FuzzDecodeMessage(f *testing.F) {
-	f.Add((&announce{From: "s", SentAt: 1, Load: Load{Running: 3}, Epoch: 4, Seq: 5}).marshal())
+	f.Add((&announce{From: "s", SentAt: 1, Load: load.Report{Running: 3}, Epoch: 4, Seq: 5}).marshal())
 	f.Add(marshalResync("bal"))
 	f.Add(marshalSummary("s", []byte{1, 1, 0, 0, 0}))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -225,7 +227,7 @@ func FuzzDecodeMessage(f *testing.F) {
 			if err != nil {
 				t.Fatalf("re-decoding announcement: %v", err)
 			}
-			if diff := cmp.Diff(a, a2, cmp.Comparer(func(x, y float32) bool { return x == y || x != x && y != y })); diff != "" {
+			if diff := cmp.Diff(a, a2, cmp.Comparer(func(x, y float64) bool { return x == y || x != x && y != y })); diff != "" {
 				t.Fatalf("re-encoding changed it:\n%s", diff)
 			}
 		}

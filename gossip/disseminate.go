@@ -235,7 +235,7 @@ func (n *Node) handle(b []byte, now time.Time) {
 
 func (n *Node) onAnnounce(m *Member, a announce, now time.Time) {
 	p := m.p
-	p.load.Store(&LoadReport{Load: a.Load, SentAt: sentTime(a.SentAt), ReceivedAt: now, Epoch: a.Epoch, Seq: a.Seq})
+	p.load.Store(&Announcement{Load: a.Load, SentAt: sentTime(a.SentAt), ReceivedAt: now, Epoch: a.Epoch, Seq: a.Seq})
 	if n.cfg.Role != RoleBalancer || a.Epoch == 0 {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // fuzzCluster is a balancer and a sidecar on loopback, shared by the fuzz
@@ -30,7 +31,7 @@ func FuzzHandle(f *testing.F) {
 		f.Fatal(err)
 	}
 	b.Add(kvblock.Hash(r.Uint64()), summary.MediumGPU)
-	f.Add((&announce{From: "side", SentAt: 1, Load: Load{Running: 3}, Epoch: 4, Seq: 5}).marshal(), false)
+	f.Add((&announce{From: "side", SentAt: 1, Load: load.Report{Running: 3}, Epoch: 4, Seq: 5}).marshal(), false)
 	f.Add(marshalResync("bal"), false)
 	f.Add(marshalLeave("side"), false)
 	f.Add(b.EncodeSnapshot(), true)

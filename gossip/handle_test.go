@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/gossip/summary"
+	"github.com/inferrail/inferrail/internal/load"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -34,7 +35,7 @@ func TestHandleRejects(t *testing.T) {
 	}
 	now := time.Now()
 	ann := func(from string) []byte {
-		return (&announce{From: from, SentAt: now.UnixNano(), Load: Load{Running: 42}}).marshal()
+		return (&announce{From: from, SentAt: now.UnixNano(), Load: load.Report{Running: 42}}).marshal()
 	}
 	tests := []struct {
 		name   string

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/gossip/summary"
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // Paths served by Handler.
@@ -51,7 +52,7 @@ type MemberState struct {
 
 // LoadState is a load report with its age.
 type LoadState struct {
-	Load
+	load.Report
 	AgeMS float64 `json:"age_ms"`
 	Stale bool    `json:"stale"`
 	// AnnouncedEpoch and AnnouncedSeq are the summary version the member
@@ -112,7 +113,7 @@ func (n *Node) stateResponse(now time.Time) StateResponse {
 		if m.Self {
 			n.selfState(&ms, now)
 		} else if lr, fresh, ok := m.Load(now); ok {
-			ms.Load = &LoadState{Load: lr.Load, AgeMS: ms2(now.Sub(lr.ReceivedAt)), Stale: !fresh,
+			ms.Load = &LoadState{Report: lr.Load, AgeMS: ms2(now.Sub(lr.ReceivedAt)), Stale: !fresh,
 				AnnouncedEpoch: lr.Epoch, AnnouncedSeq: lr.Seq}
 		}
 		if v, fresh := m.Summary(now); !m.Self && v.Info().Valid {
@@ -143,7 +144,7 @@ func (n *Node) selfState(ms *MemberState, now time.Time) {
 	if n.cfg.Role != RoleSidecar {
 		return
 	}
-	ms.Load = &LoadState{Load: *n.load.Load()}
+	ms.Load = &LoadState{Report: *n.load.Load()}
 	box := n.src.Load()
 	if box == nil {
 		return

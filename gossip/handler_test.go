@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/gossip/summary"
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // TestHandlerAndFetch serves a balancer's view over HTTP and reads it back
@@ -22,7 +23,7 @@ func TestHandlerAndFetch(t *testing.T) {
 	if err := side.SetMeta(Meta{Models: []string{"llama"}, Engine: "vllm", BlockSize: 16}); err != nil {
 		t.Fatal(err)
 	}
-	side.SetLoad(Load{Running: 3, Waiting: 1, KVCacheUsage: 0.25})
+	side.SetLoad(load.Report{Running: 3, Waiting: 1, KVUsage: 0.25})
 	b, err := summary.NewBuilder(summary.DefaultConfig(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	gometrics "github.com/hashicorp/go-metrics"
 	"github.com/hashicorp/memberlist"
 	"github.com/inferrail/inferrail/gossip/summary"
+	"github.com/inferrail/inferrail/internal/load"
 	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -49,7 +50,7 @@ type Node struct {
 	metaDirty chan struct{} // signals metaLoop
 	meta      atomic.Pointer[Meta]
 	metaEnc   atomic.Pointer[[]byte]
-	load      atomic.Pointer[Load]
+	load      atomic.Pointer[load.Report]
 	src       atomic.Pointer[sourceBox]
 
 	inbox chan []byte
@@ -104,7 +105,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error)
 	}
 	n.meta.Store(&meta)
 	n.metaEnc.Store(&enc)
-	n.load.Store(&Load{})
+	n.load.Store(&load.Report{})
 	n.m = newMetrics(func() float64 { return float64(n.ml.GetHealthScore()) })
 	n.peers = newPeers(cfg, n.countMembers)
 
@@ -166,7 +167,7 @@ func (n *Node) Addr() string { return n.ml.LocalNode().Address() }
 func (n *Node) Peers() *Peers { return n.peers }
 
 // SetLoad sets the load a sidecar announces from the next tick on.
-func (n *Node) SetLoad(l Load) { n.load.Store(&l) }
+func (n *Node) SetLoad(l load.Report) { n.load.Store(&l) }
 
 // SetSummarySource sets what a sidecar disseminates, and puts its epoch in
 // the node's metadata; nil stops summaries.

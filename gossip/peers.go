@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/inferrail/inferrail/gossip/summary"
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // Status is a member's state as this node last saw it.
@@ -39,9 +40,10 @@ func (s Status) String() string {
 // MarshalText implements encoding.TextMarshaler (JSON shows the name).
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// LoadReport is the last load a sidecar announced.
-type LoadReport struct {
-	Load Load
+// Announcement is the last announcement a sidecar sent: its load report as
+// it wrote it, and when it was sent and received.
+type Announcement struct {
+	Load load.Report
 	// SentAt is the sender's clock at sending; ReceivedAt this node's clock
 	// on receipt (ages are measured from ReceivedAt).
 	SentAt, ReceivedAt time.Time
@@ -54,7 +56,7 @@ type LoadReport struct {
 // second per sidecar.
 type peer struct {
 	name string
-	load atomic.Pointer[LoadReport]
+	load atomic.Pointer[Announcement]
 	view summary.View
 	// confirmedAt (Unix nanoseconds) is when the view was last known to be
 	// current: a summary message applied, or an announcement matching it.
@@ -89,12 +91,12 @@ type Member struct {
 // Role returns the member's role from its metadata.
 func (m *Member) Role() Role { return m.Meta.Role }
 
-// Load returns the last load report and whether it is fresh (received within
-// LoadMaxAge of now). ok is false when nothing was received.
-func (m *Member) Load(now time.Time) (r LoadReport, fresh, ok bool) {
+// Load returns the last announcement and whether its load is fresh (received
+// within LoadMaxAge of now). ok is false when nothing was received.
+func (m *Member) Load(now time.Time) (a Announcement, fresh, ok bool) {
 	lr := m.p.load.Load()
 	if lr == nil {
-		return LoadReport{}, false, false
+		return Announcement{}, false, false
 	}
 	return *lr, m.Status == StatusAlive && now.Sub(lr.ReceivedAt) <= m.loadMaxAge, true
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // socketNode starts a node on 127.0.0.1 with a free port and returns it with
@@ -74,14 +75,14 @@ func TestSocketsEncryptionAndLabels(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
 	bal := socketNode(t, "bal", RoleBalancer, key, "prod")
 	side := socketNode(t, "side", RoleSidecar, key, "prod", bal.Addr())
-	side.SetLoad(Load{Running: 7})
+	side.SetLoad(load.Report{Running: 7})
 	if !waitFor(t, 10*time.Second, func() bool { return sees(bal, "side") && sees(side, "bal") }) {
 		t.Fatal("nodes with the same key did not converge")
 	}
-	loadOf := func() (LoadReport, bool) {
+	loadOf := func() (Announcement, bool) {
 		m := bal.Peers().View().Member("side")
 		if m == nil {
-			return LoadReport{}, false
+			return Announcement{}, false
 		}
 		lr, fresh, _ := m.Load(time.Now())
 		return lr, fresh
@@ -117,7 +118,7 @@ func TestSocketsEncryptionAndLabels(t *testing.T) {
 
 	// Inject: an announcement claiming to be "side" with Running 999, sent
 	// encrypted with the wrong key and as a plain-text packet.
-	forged := (&announce{From: "side", SentAt: time.Now().UnixNano(), Load: Load{Running: 999}}).marshal()
+	forged := (&announce{From: "side", SentAt: time.Now().UnixNano(), Load: load.Report{Running: 999}}).marshal()
 	to := memberlist.Address{Addr: bal.Addr(), Name: "bal"}
 	if err := wrongKey.ml.SendToAddress(to, forged); err != nil {
 		t.Logf("send with wrong key: %v", err)

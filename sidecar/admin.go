@@ -21,7 +21,7 @@ type adminDeps struct {
 	// summary describes the current summary.
 	summary func() SummaryInfo
 	// load returns the current load report.
-	load func() LoadReport
+	load func() LoadStatus
 	// healthy reports whether the sidecar is serving (nil error) and why
 	// not otherwise.
 	healthy func() error

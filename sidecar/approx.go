@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/lru"
 )
 
 // MediumGPU is the medium of the blocks in the approximate set and of engine
@@ -26,25 +27,17 @@ type approxSet struct {
 	mu       sync.Mutex // protects the fields below
 	disabled bool       // set while the exact set is in use: prompts are ignored
 	capacity int
-	items    map[kvblock.Hash]*lruNode
-	root     lruNode // sentinel: root.next is the most recently used
+	blocks   *lru.List[kvblock.Hash, struct{}] // most recently used first
 	sink     blockSink
 	onEvict  func(n int)
 	added    []kvblock.Hash // scratch
 	removed  []kvblock.Hash // scratch
 }
 
-type lruNode struct {
-	h          kvblock.Hash
-	prev, next *lruNode
-}
-
 // newApproxSet returns an empty set of the given capacity in blocks. sink and
 // onEvict may be nil.
 func newApproxSet(capacity int, sink blockSink, onEvict func(int)) *approxSet {
-	a := &approxSet{capacity: max(capacity, 1), items: make(map[kvblock.Hash]*lruNode), sink: sink, onEvict: onEvict}
-	a.root.next, a.root.prev = &a.root, &a.root
-	return a
+	return &approxSet{capacity: max(capacity, 1), blocks: lru.New[kvblock.Hash, struct{}](0), sink: sink, onEvict: onEvict}
 }
 
 // observePrompt records the block hashes of the prompts of one accepted
@@ -67,35 +60,16 @@ func (a *approxSet) observePrompt(prompts [][]kvblock.Hash) {
 }
 
 func (a *approxSet) touchLocked(h kvblock.Hash) {
-	if n, ok := a.items[h]; ok {
-		n.unlink()
-		a.pushFrontLocked(n)
-		return
+	if a.blocks.Touch(h) {
+		a.added = append(a.added, h)
 	}
-	n := &lruNode{h: h}
-	a.items[h] = n
-	a.pushFrontLocked(n)
-	a.added = append(a.added, h)
-}
-
-func (a *approxSet) pushFrontLocked(n *lruNode) {
-	n.prev, n.next = &a.root, a.root.next
-	a.root.next.prev = n
-	a.root.next = n
-}
-
-func (n *lruNode) unlink() {
-	n.prev.next, n.next.prev = n.next, n.prev
-	n.prev, n.next = nil, nil
 }
 
 func (a *approxSet) evictLocked() {
 	evicted := 0
-	for len(a.items) > a.capacity {
-		n := a.root.prev
-		n.unlink()
-		delete(a.items, n.h)
-		a.removed = append(a.removed, n.h)
+	for a.blocks.Len() > a.capacity {
+		h, _, _ := a.blocks.RemoveOldest()
+		a.removed = append(a.removed, h)
 		evicted++
 	}
 	if evicted > 0 && a.onEvict != nil {
@@ -132,16 +106,21 @@ func (a *approxSet) setCapacity(n int) {
 func (a *approxSet) Len() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.items)
+	return a.blocks.Len()
 }
 
 // Blocks returns the blocks held, most recently used first.
 func (a *approxSet) Blocks() []kvblock.Hash {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]kvblock.Hash, 0, len(a.items))
-	for n := a.root.next; n != &a.root; n = n.next {
-		out = append(out, n.h)
+	return a.blocksLocked()
+}
+
+// blocksLocked returns a copy of the blocks held, most recently used first.
+func (a *approxSet) blocksLocked() []kvblock.Hash {
+	out := make([]kvblock.Hash, 0, a.blocks.Len())
+	for h := range a.blocks.All() {
+		out = append(out, h)
 	}
 	return out
 }
@@ -150,8 +129,7 @@ func (a *approxSet) Blocks() []kvblock.Hash {
 func (a *approxSet) Contains(h kvblock.Hash) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	_, ok := a.items[h]
-	return ok
+	return a.blocks.Contains(h)
 }
 
 // withBlocks calls fn with the blocks held, under the set's lock, so no
@@ -159,11 +137,7 @@ func (a *approxSet) Contains(h kvblock.Hash) bool {
 func (a *approxSet) withBlocks(fn func([]kvblock.Hash)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make([]kvblock.Hash, 0, len(a.items))
-	for n := a.root.next; n != &a.root; n = n.next {
-		out = append(out, n.h)
-	}
-	fn(out)
+	fn(a.blocksLocked())
 }
 
 // disable drops every block and ignores prompts from now on (events took
@@ -183,6 +157,7 @@ func (a *approxSet) clear() {
 }
 
 func (a *approxSet) clearLocked() {
-	a.items = make(map[kvblock.Hash]*lruNode)
-	a.root.next, a.root.prev = &a.root, &a.root
+	// A new list, not Clear: the old one's storage is not kept for a set
+	// that may never fill again (disable).
+	a.blocks = lru.New[kvblock.Hash, struct{}](0)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/internal/buildinfo"
+	"github.com/inferrail/inferrail/internal/load"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -61,33 +62,8 @@ func (g *gossipAdapter) Run(ctx context.Context) error { return g.n.Run(ctx) }
 func (g *gossipAdapter) Handler() http.Handler         { return g.n.Handler() }
 func (g *gossipAdapter) shutdown() error               { return g.n.Shutdown() }
 
-// SetLoad maps the report onto the gossip's load. gossip.Load has no
-// "unknown" flag: while the engine's page is unreadable the data path's exact
-// counts (a lower bound of the engine's work when all traffic goes through
-// the sidecar) stand in for the engine's, never zeros from a failed scrape,
-// and the KV usage keeps its last known value (r.Engine holds the last
-// readable scrape).
-func (g *gossipAdapter) SetLoad(r LoadReport) {
-	l := gossip.Load{
-		InFlight:             clampU32(r.DataPath.InFlight),
-		WaitingPrefillTokens: uint64(max(r.DataPath.WaitingPrefillTokens, 0)),
-		Pending:              clampU32(r.DataPath.Prefilling),
-	}
-	for _, o := range r.DataPath.Origins[:min(len(r.DataPath.Origins), gossip.MaxOrigins)] {
-		l.Origins = append(l.Origins, gossip.OriginLoad{Origin: o.Origin, InFlight: clampU32(o.InFlight),
-			Pending: clampU32(o.Prefilling), PrefillTokens: uint64(max(o.PrefillTokens, 0))})
-	}
-	if r.Readable {
-		l.Running = clampU32(int64(r.Engine.Running))
-		l.Waiting = clampU32(int64(r.Engine.Waiting))
-		l.KVCacheUsage = float32(r.Engine.KVUsage)
-	} else {
-		l.Running = clampU32(r.DataPath.InFlight - r.DataPath.Prefilling)
-		l.Waiting = clampU32(r.DataPath.Prefilling)
-		l.KVCacheUsage = float32(r.Engine.KVUsage)
-	}
-	g.n.SetLoad(l)
-}
+// SetLoad sets the load report the node announces.
+func (g *gossipAdapter) SetLoad(r load.Report) { g.n.SetLoad(r) }
 
 // updateMeta publishes what the sidecar learned about its engine (models,
 // kind, block size, KV capacity, bound addresses) when it changed. It starts
@@ -149,8 +125,4 @@ func enginePort(engineURL string) uint32 {
 		return 0
 	}
 	return uint32(n)
-}
-
-func clampU32(v int64) uint32 {
-	return uint32(min(max(v, 0), math.MaxUint32))
 }

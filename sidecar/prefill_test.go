@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/inferrail/inferrail/internal/loadreport"
+	"github.com/inferrail/inferrail/internal/load"
 	"github.com/inferrail/inferrail/internal/tokenize/simtok"
 )
 
@@ -39,24 +39,26 @@ func TestProxyStreamPrefillEndsAtFirstToken(t *testing.T) {
 			}
 			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/completions",
 				strings.NewReader(`{"model":"m","prompt":"0123456789abcdefghij","stream":true}`))
-			req.Header.Set(loadreport.Origin, "balancer-a")
+			req.Header.Set(load.Origin, "balancer-a")
 			resp, err := client.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			if resp.Header.Get(loadreport.Origin) != "" {
+			if resp.Header.Get(load.Origin) != "" {
 				t.Errorf("the origin header came back")
 			}
-			head, err := loadreport.Parse(resp.Header.Get(loadreport.Header))
+			head, headOwn, err := load.ParseHeader(resp.Header.Get(load.Header))
 			if err != nil {
 				t.Fatalf("report in the headers: %v", err)
 			}
 			tokens := int64(len(simtok.Encode("0123456789abcdefghij", true)))
-			want := loadreport.Report{Running: 5, Waiting: 2, KVUsage: 0.25, InFlight: 1, Prefilling: 1, PrefillTokens: tokens,
-				OwnInFlight: 1, OwnPrefilling: 1, OwnPrefillTokens: tokens}
+			want := load.Report{Running: 5, Waiting: 2, KVUsage: 0.25, InFlight: 1, Pending: 1, PrefillTokens: tokens}
 			if diff := cmp.Diff(want, head); diff != "" {
 				t.Errorf("report at the headers (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(load.Share{InFlight: 1, Pending: 1, PrefillTokens: tokens}, headOwn); diff != "" {
+				t.Errorf("share at the headers (-want +got):\n%s", diff)
 			}
 			br := bufio.NewReader(resp.Body)
 			readEvent(t, br)
@@ -77,12 +79,12 @@ func TestProxyStreamPrefillEndsAtFirstToken(t *testing.T) {
 			if _, err := io.Copy(io.Discard, br); err != nil {
 				t.Fatal(err)
 			}
-			tail, err := loadreport.Parse(resp.Trailer.Get(loadreport.Header))
+			tail, tailOwn, err := load.ParseHeader(resp.Trailer.Get(load.Header))
 			if err != nil {
 				t.Fatalf("report in the trailer: %v (trailer %v)", err, resp.Trailer)
 			}
-			if tail.Prefilling != 0 || tail.OwnPrefillTokens != 0 || tail.OwnInFlight != 1 {
-				t.Errorf("report at the end = %+v, want the request in flight, past its prefill", tail)
+			if tail.Pending != 0 || tailOwn.PrefillTokens != 0 || tailOwn.InFlight != 1 {
+				t.Errorf("report at the end = %+v %+v, want the request in flight, past its prefill", tail, tailOwn)
 			}
 			if err := waitUntil(func() bool { return cmp.Equal(p.counts.Counts(), DataPathCounts{}) }); err != nil {
 				t.Errorf("after the end: %+v", p.counts.Counts())

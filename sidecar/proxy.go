@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
-	"github.com/inferrail/inferrail/internal/loadreport"
+	"github.com/inferrail/inferrail/internal/load"
 	"github.com/inferrail/inferrail/internal/openai"
 	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/inferrail/inferrail/internal/tracing"
@@ -186,10 +186,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w, r, st.w = sw, tr, sw
 		defer end(st)
 	}
-	if o := r.Header.Get(loadreport.Origin); loadreport.ValidOrigin(o) {
+	if o := r.Header.Get(load.Origin); load.ValidOrigin(o) {
 		st.origin = o
 	}
-	r.Header.Del(loadreport.Origin)
+	r.Header.Del(load.Origin)
 	st.e = p.counts.admit(st.origin, false)
 	defer p.counts.finish(st.e)
 
@@ -212,28 +212,13 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if st.origin != "" {
 		// The report's trailer is filled in when the response ends.
-		w.Header().Set("Trailer", loadreport.Header)
+		w.Header().Set("Trailer", load.Header)
 	}
 	ctx := context.WithValue(r.Context(), reqStateKey{}, st)
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
 	if st.origin != "" {
-		w.Header().Set(loadreport.Header, p.report(st.origin))
+		w.Header().Set(load.Header, p.headerReport(st.origin))
 	}
-}
-
-// report returns the load report for a response to origin.
-func (p *proxy) report(origin string) string {
-	total, own := p.counts.Origin(origin)
-	r := loadreport.Report{
-		InFlight: total.InFlight, Prefilling: total.Prefilling, PrefillTokens: max(total.WaitingPrefillTokens, 0),
-		OwnInFlight: own.InFlight, OwnPrefilling: own.Prefilling, OwnPrefillTokens: max(own.PrefillTokens, 0),
-	}
-	if p.engineLoad != nil {
-		if running, waiting, kv, ok := p.engineLoad(); ok {
-			r.Running, r.Waiting, r.KVUsage = running, waiting, kv
-		}
-	}
-	return r.Encode()
 }
 
 // readPrompt reads a small enough body to count its prompt tokens and learn
@@ -278,7 +263,7 @@ func (p *proxy) responseStarted(resp *http.Response) error {
 	p.m.proxyRequests.WithLabelValues(strconv.Itoa(resp.StatusCode / 100 * 100)).Inc()
 	st, ok := resp.Request.Context().Value(reqStateKey{}).(*reqState)
 	if ok && st.origin != "" {
-		resp.Header.Set(loadreport.Header, p.report(st.origin))
+		resp.Header.Set(load.Header, p.headerReport(st.origin))
 	}
 	if !ok || !st.prompt || resp.StatusCode/100 != 2 {
 		return nil

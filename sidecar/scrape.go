@@ -14,25 +14,6 @@ import (
 	"github.com/inferrail/inferrail/sidecar/engine"
 )
 
-// LoadReport is what the sidecar tells the gossip about its engine's load:
-// the engine's own numbers from its last scrape and the data path's exact
-// counts. When Readable is false the engine's numbers are unknown (never
-// zero): receivers must not take the replica for idle.
-type LoadReport struct {
-	// Readable reports whether the last scrape was read.
-	Readable bool `json:"readable"`
-	// Err says why the load is unreadable.
-	Err string `json:"err,omitempty"`
-	// Engine is the load read from the engine's metrics page; while not
-	// Readable it is the last readable scrape's (see ScrapedAt).
-	Engine engine.Load `json:"engine"`
-	// DataPath are the sidecar's own exact counts.
-	DataPath DataPathCounts `json:"data_path"`
-	// ScrapedAt is when the engine's numbers were read (zero before the
-	// first readable scrape).
-	ScrapedAt time.Time `json:"scraped_at"`
-}
-
 // pageParser reads a metrics page (at most maxBytes) into an engine load; an
 // error means the page is unreadable.
 type pageParser func(r io.Reader, maxBytes int64) (engine.Load, error)

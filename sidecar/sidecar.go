@@ -15,6 +15,7 @@ import (
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/h2c"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/load"
 	"github.com/inferrail/inferrail/internal/tracing"
 	"github.com/inferrail/inferrail/sidecar/engine"
 	"github.com/inferrail/inferrail/sidecar/engine/llamacpp"
@@ -32,7 +33,7 @@ type gossipNode interface {
 	Run(ctx context.Context) error
 	// SetLoad sets the load announced from the next tick on. It must not
 	// block.
-	SetLoad(LoadReport)
+	SetLoad(load.Report)
 	// Handler serves /v1/gossip/members and /v1/gossip/state.
 	Handler() http.Handler
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/load"
 	"github.com/inferrail/inferrail/internal/tokenize/simtok"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -20,7 +21,7 @@ import (
 // fakeGossip records the order of events on shutdown.
 type fakeGossip struct {
 	mu    sync.Mutex
-	loads []LoadReport
+	loads []load.Report
 	left  chan struct{}
 	// leaving, when set, is waited on before Run returns (the test checks
 	// the data path is still serving while the node leaves).
@@ -36,7 +37,7 @@ func (g *fakeGossip) Run(ctx context.Context) error {
 	return nil
 }
 
-func (g *fakeGossip) SetLoad(r LoadReport) {
+func (g *fakeGossip) SetLoad(r load.Report) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.loads = append(g.loads, r)
@@ -237,12 +238,12 @@ func TestAdminEndpoints(t *testing.T) {
 		t.Errorf("blocks %v, want %d", dump.Blocks, len(want))
 	}
 	code, body = get("/v1/load")
-	var load LoadReport
-	if err := json.Unmarshal([]byte(body), &load); err != nil || code != 200 {
+	var st LoadStatus
+	if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 {
 		t.Fatalf("load %d %q: %v", code, body, err)
 	}
-	if !load.Readable || load.Engine.Running != 3 || load.Engine.NumGPUBlocks != 800 {
-		t.Errorf("load %+v, want the engine's page", load)
+	if !st.Readable || st.Engine.Running != 3 || st.Engine.NumGPUBlocks != 800 {
+		t.Errorf("load %+v, want the engine's page", st)
 	}
 	_, body = get("/metrics")
 	for _, name := range []string{

@@ -76,10 +76,10 @@ func (s *Sidecar) engineLoad() (running, waiting int64, kvUsage float64, ok bool
 	return int64(o.load.Running), int64(o.load.Waiting), o.load.KVUsage, true
 }
 
-// Load returns the current load report. While the engine's page is
+// Load returns the current load status. While the engine's page is
 // unreadable, Engine and ScrapedAt hold the last readable scrape (if any).
-func (s *Sidecar) Load() LoadReport {
-	r := LoadReport{DataPath: s.proxy.counts.Counts()}
+func (s *Sidecar) Load() LoadStatus {
+	r := LoadStatus{DataPath: s.proxy.counts.Counts()}
 	if g := s.lastGood.Load(); g != nil {
 		r.Engine, r.ScrapedAt = g.load, g.at
 	}
@@ -119,7 +119,7 @@ func (s *Sidecar) control(ctx context.Context) error {
 		}
 		s.ctl.tick()
 		if s.gossip != nil {
-			s.gossip.SetLoad(s.Load())
+			s.gossip.SetLoad(s.Load().Report())
 			if mu, ok := s.gossip.(metaUpdater); ok {
 				e := engineMeta{blockSize: int(s.blockSize.Load()), adminAddr: s.adminAddr}
 				if s.lastLoad.Load() != nil {

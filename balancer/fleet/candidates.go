@@ -4,10 +4,8 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/balancer/route"
-	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
-	"github.com/inferrail/inferrail/internal/loadreport"
 )
 
 // ModelSet is the replicas serving one model and their routing candidates.
@@ -18,6 +16,8 @@ type ModelSet struct {
 	Replicas []*Replica
 	base     []route.Candidate
 	origin   string // Config.Origin
+	// loadMaxAge is Config.LoadMaxAge.
+	loadMaxAge time.Duration
 }
 
 // build fills the candidates' immutable fields.
@@ -36,8 +36,11 @@ func (m *ModelSet) build() {
 // Candidates appends to dst[:0] the routing candidates at now: the immutable
 // fields plus the replica's current health, load, TTFT correction and
 // summary. The load is the newer of the gossiped report and the report of the
-// replica's last response to this balancer (route.Load). It allocates only
-// when dst is too small.
+// replica's last response to this balancer, as the sidecar wrote it, with this
+// balancer's share beside it (route.Load); either is stale once older than
+// the gossip's load_max_age (Config.LoadMaxAge; the gossip also marks a
+// member's announcement stale once the member is not alive). It allocates
+// only when dst is too small.
 func (m *ModelSet) Candidates(now time.Time, dst []route.Candidate) []route.Candidate {
 	dst = append(dst[:0], m.base...)
 	for i, r := range m.Replicas {
@@ -47,15 +50,13 @@ func (m *ModelSet) Candidates(now time.Time, dst []route.Candidate) []route.Cand
 		mem := r.member.Load()
 		var gossipAt time.Time
 		if mem != nil {
-			if lr, fresh, ok := mem.Load(now); ok {
-				c.Load = gossipLoad(&lr.Load, m.origin)
-				c.Load.Stale, c.Load.At = !fresh, lr.ReceivedAt
-				gossipAt = lr.ReceivedAt
+			if a, fresh, ok := mem.Load(now); ok {
+				c.Load = route.Load{Report: a.Load, Own: a.Load.Share(m.origin), Known: true, Exact: true, Stale: !fresh}
+				gossipAt = a.ReceivedAt
 			}
 		}
 		if rr := r.report.Load(); rr != nil && rr.at.After(gossipAt) {
-			c.Load = responseLoad(&rr.r)
-			c.Load.At = rr.at
+			c.Load = route.Load{Report: rr.r, Own: rr.own, Known: true, Exact: true, Stale: now.Sub(rr.at) > m.loadMaxAge}
 		}
 		if mem == nil {
 			continue
@@ -64,40 +65,9 @@ func (m *ModelSet) Candidates(now time.Time, dst []route.Candidate) []route.Cand
 		if v.Info().Valid {
 			c.Prefix = (*gpuView)(v)
 			c.SummaryStale = !fresh
-			c.SummaryAt = mem.SummaryConfirmedAt()
 		}
 	}
 	return dst
-}
-
-// gossipLoad maps a gossiped load onto route.Load, taking this balancer's
-// share (origin) out of the sidecar's counts.
-func gossipLoad(l *gossip.Load, origin string) route.Load {
-	own := l.Origin(origin)
-	return route.Load{
-		Known: true, Exact: true,
-		Running: int(l.Running), Waiting: int(l.Waiting), InFlight: int(l.InFlight), KVUsage: float64(l.KVCacheUsage),
-		Others: route.Work{
-			InFlight:      max(int(l.InFlight)-int(own.InFlight), 0),
-			Pending:       max(int(l.Pending)-int(own.Pending), 0),
-			PrefillTokens: max(int64(l.WaitingPrefillTokens)-int64(own.PrefillTokens), 0),
-		},
-		Unseen: max(int(l.Waiting)-int(l.Pending), 0),
-	}
-}
-
-// responseLoad maps a response's load report onto route.Load.
-func responseLoad(r *loadreport.Report) route.Load {
-	return route.Load{
-		Known: true, Exact: true,
-		Running: int(r.Running), Waiting: int(r.Waiting), InFlight: int(r.InFlight), KVUsage: r.KVUsage,
-		Others: route.Work{
-			InFlight:      int(max(r.InFlight-r.OwnInFlight, 0)),
-			Pending:       int(max(r.Prefilling-r.OwnPrefilling, 0)),
-			PrefillTokens: max(r.PrefillTokens-r.OwnPrefillTokens, 0),
-		},
-		Unseen: int(max(r.Waiting-r.Prefilling, 0)),
-	}
 }
 
 // gpuView adapts a summary view to route.PrefixIndex for the GPU medium. A
@@ -121,3 +91,21 @@ func (g *gpuView) LongestPrefixOf(p route.PreparedPrompt) (int, bool) {
 }
 
 var _ route.PromptIndex = (*gpuView)(nil)
+
+// Prompt prepares a request's block hashes for the replicas' gossiped
+// summaries (route.PromptPreparer): their filters' bloom positions, computed
+// once per request for every candidate (gpuView.LongestPrefixOf answers from
+// them). The zero value is ready; it reuses its storage across requests.
+type Prompt struct{ p summary.Prompt }
+
+// Prepare prepares hashes for the summaries' filters; the result is valid
+// until the next Prepare.
+func (p *Prompt) Prepare(hashes []kvblock.Hash) route.PreparedPrompt {
+	p.p.Reset(hashes, summary.DefaultHashFuncs)
+	return &p.p
+}
+
+// Len returns the number of blocks last prepared.
+func (p *Prompt) Len() int { return p.p.Len() }
+
+var _ route.PromptPreparer = (*Prompt)(nil)

@@ -38,9 +38,15 @@ type Config struct {
 	// Health configures probes and ejection.
 	Health HealthConfig
 	// Origin is this balancer's name as its requests carry it to sidecars
-	// (loadreport.Origin): the share of a replica's load reported under it
+	// (load.Origin): the share of a replica's load reported under it
 	// is this balancer's own, which its exact counts replace.
 	Origin string
+	// LoadMaxAge is the gossip's load staleness limit (gossip.Config's
+	// LoadMaxAge, the gossip.load_max_age key; default 1s). The gossip judges
+	// its announcements by it; the fleet judges the load reports of
+	// responses by the same limit, so one rule decides whether any report
+	// is stale (route.Load.Stale).
+	LoadMaxAge time.Duration
 	// PollInterval is how often the gossip membership is checked for changes
 	// (default 50ms).
 	PollInterval time.Duration
@@ -116,6 +122,9 @@ func New(cfg Config, src MemberSource, prober Prober, log *slog.Logger, reg prom
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 50 * time.Millisecond
+	}
+	if cfg.LoadMaxAge <= 0 {
+		cfg.LoadMaxAge = gossip.DefaultConfig().LoadMaxAge
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -242,7 +251,7 @@ func (f *Fleet) rebuildLocked(gs *gossip.PeersView) {
 		for _, m := range r.Models {
 			set := snap.Models[m]
 			if set == nil {
-				set = &ModelSet{Model: m, origin: f.cfg.Origin}
+				set = &ModelSet{Model: m, origin: f.cfg.Origin, loadMaxAge: f.cfg.LoadMaxAge}
 				snap.Models[m] = set
 				snap.ModelNames = append(snap.ModelNames, m)
 			}

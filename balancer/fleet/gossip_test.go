@@ -11,6 +11,7 @@ import (
 
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/gossip/gossiptest"
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // TestReplicasFromGossip runs two sidecars and a balancer on the in-memory
@@ -25,7 +26,7 @@ func TestReplicasFromGossip(t *testing.T) {
 					cfg.Meta.DataAddr = fmt.Sprintf("10.0.0.%d:8100", i+1)
 				}
 			}})
-		c.Nodes[0].SetLoad(gossip.Load{Running: 3, Waiting: 2, InFlight: 5, KVCacheUsage: 0.5})
+		c.Nodes[0].SetLoad(load.Report{Running: 3, Waiting: 2, InFlight: 5, KVUsage: 0.5})
 		f, err := New(Config{Static: []Spec{spec("static", "m")}, Health: DefaultHealthConfig()},
 			c.Nodes[2].Peers(), nil, nil, nil)
 		if err != nil {

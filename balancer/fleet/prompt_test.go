@@ -11,6 +11,7 @@ import (
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // randomView returns a summary view holding filler random blocks and the
@@ -123,7 +124,7 @@ func TestPickSameWithPreparedPrompt(t *testing.T) {
 				v := randomView(t, r, uint(64+r.IntN(256)), fpRates[r.IntN(len(fpRates))], r.IntN(300), hs, r.IntN(len(hs)+1))
 				cs[i] = route.Candidate{
 					ID: fmt.Sprintf("r%d", i), Models: []string{"m"}, Healthy: true, Own: &route.Counters{},
-					Prefix: (*gpuView)(v), Load: route.Load{Known: true, Running: r.IntN(4), Waiting: r.IntN(2)},
+					Prefix: (*gpuView)(v), Load: route.Load{Known: true, Report: load.Report{Running: r.Int64N(4), Waiting: r.Int64N(2)}},
 				}
 			}
 			route.Prepare(cs)
@@ -161,7 +162,7 @@ func TestPreparedPickAllocatesNothing(t *testing.T) {
 		}
 		v := randomView(t, r, 4096, 0.01, 1000, hs, held)
 		cs[i] = route.Candidate{ID: fmt.Sprintf("r%d", i), Models: []string{"m"}, Healthy: true,
-			Own: &route.Counters{}, Prefix: (*gpuView)(v), Load: route.Load{Known: true, Running: i % 5}}
+			Own: &route.Counters{}, Prefix: (*gpuView)(v), Load: route.Load{Known: true, Report: load.Report{Running: int64(i % 5)}}}
 	}
 	route.Prepare(cs)
 	req := &route.Request{Model: "m", Hashes: hs, BlockSize: 16, PromptTokens: 128 * 16, Now: time.Now(),

@@ -4,24 +4,27 @@ import (
 	"math"
 	"time"
 
-	"github.com/inferrail/inferrail/internal/loadreport"
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // This file holds what a replica's responses tell the balancer between gossip
 // periods: the load report its sidecar returns with every response
-// (internal/loadreport), and the measured-to-estimated TTFT ratio that
+// (internal/load, the endpoint-load-metrics header), and the measured-to-estimated TTFT ratio that
 // corrects cost_model's estimates for the replica.
 
-// responseReport is a load report and when it arrived.
+// responseReport is a response's load report, this balancer's share in it,
+// and when it arrived.
 type responseReport struct {
-	r  loadreport.Report
-	at time.Time
+	r   load.Report
+	own load.Share
+	at  time.Time
 }
 
-// ObserveReport records the load report of a response from the replica,
-// received at at. Reports older than the one held are dropped.
-func (r *Replica) ObserveReport(rep loadreport.Report, at time.Time) {
-	n := &responseReport{r: rep, at: at}
+// ObserveReport records the load report of a response from the replica and
+// this balancer's share in it (load.ParseHeader), received at at. Reports
+// older than the one held are dropped.
+func (r *Replica) ObserveReport(rep load.Report, own load.Share, at time.Time) {
+	n := &responseReport{r: rep, own: own, at: at}
 	for {
 		cur := r.report.Load()
 		if cur != nil && cur.at.After(at) {

@@ -4,9 +4,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/redisconf"
 )
 
 // Config is the gateway part of the balancer config: the auth, rate_limits
@@ -79,17 +80,10 @@ type RateLimitConfig struct {
 	Redis RedisConfig `yaml:"redis"`
 }
 
-// RedisConfig is the shared store.
+// RedisConfig is the shared store: the connection (addr, credentials, db,
+// key_prefix for the bucket keys, timeout) and what to do without it.
 type RedisConfig struct {
-	// Addr is host:port ("": in memory).
-	Addr     string `yaml:"addr"`
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
-	DB       int    `yaml:"db"`
-	// KeyPrefix prefixes every bucket key.
-	KeyPrefix string `yaml:"key_prefix"`
-	// Timeout bounds one round trip (dial, script).
-	Timeout time.Duration `yaml:"timeout"`
+	redisconf.Conn `yaml:",inline"`
 	// FailClosed rejects requests with 503 while Redis is unreachable;
 	// otherwise (the default) each balancer enforces the limits alone, in
 	// memory.
@@ -116,7 +110,8 @@ type CORSConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		RateLimits: RateLimitConfig{Redis: RedisConfig{
-			KeyPrefix: "inferrail:rl:", Timeout: 100 * time.Millisecond, RetryInterval: time.Second,
+			Conn:          redisconf.Conn{KeyPrefix: "inferrail:rl:", Timeout: 100 * time.Millisecond},
+			RetryInterval: time.Second,
 		}},
 		CORS: CORSConfig{AllowedHeaders: []string{"*"}, MaxAge: 10 * time.Minute},
 	}
@@ -142,17 +137,7 @@ func (c *Config) Validate() error {
 		bad("rate_limits.client_ip_header must be a header name, got %q", h)
 	}
 	r := c.RateLimits.Redis
-	if r.Addr != "" {
-		if _, _, err := net.SplitHostPort(r.Addr); err != nil {
-			bad("rate_limits.redis.addr must be host:port, got %q", r.Addr)
-		}
-	}
-	if r.DB < 0 {
-		bad("rate_limits.redis.db must be >= 0, got %d", r.DB)
-	}
-	if r.Timeout <= 0 {
-		bad("rate_limits.redis.timeout must be > 0, got %v", r.Timeout)
-	}
+	errs = append(errs, r.Conn.Validate("rate_limits.redis")...)
 	if r.RetryInterval <= 0 {
 		bad("rate_limits.redis.retry_interval must be > 0, got %v", r.RetryInterval)
 	}
@@ -273,6 +258,6 @@ func (c Config) Redacted() Config {
 	c.Auth.Keys = keys
 	c.Auth.AdminToken = red(c.Auth.AdminToken)
 	c.Auth.AdminTokenSHA256 = red(c.Auth.AdminTokenSHA256)
-	c.RateLimits.Redis.Password = red(c.RateLimits.Redis.Password)
+	c.RateLimits.Redis.Conn = c.RateLimits.Redis.Conn.Redacted(r)
 	return c
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // takeScript is apply (bucket.go) as a Redis script, so that refill, check
@@ -60,17 +59,8 @@ var _ Store = (*RedisStore)(nil)
 // NewRedisStore returns a store on cfg.Addr. It does not connect until the
 // first Take.
 func NewRedisStore(cfg RedisConfig) *RedisStore {
-	c := redis.NewClient(&redis.Options{
-		Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
-		DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout,
-		ContextTimeoutEnabled: true,
-		// A failed call falls back at once (Limiter); retrying inside the
-		// client would only add latency to the request.
-		MaxRetries:               -1,
-		DisableIdentity:          true, // CLIENT SETINFO needs Redis 7.2
-		MinIdleConns:             1,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
+	// A failed call falls back at once (Limiter).
+	c := cfg.Conn.NewClient()
 	return &RedisStore{c: c, prefix: cfg.KeyPrefix, script: redis.NewScript(takeScript)}
 }
 

@@ -3,10 +3,11 @@ package respcache
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/redisconf"
 )
 
 // Config is the response_cache section of the balancer config.
@@ -70,16 +71,11 @@ type EmbeddingsConfig struct {
 	MaxInputBytes int `yaml:"max_input_bytes"`
 }
 
-// RedisConfig is the shared store; Addr "" keeps everything in memory.
+// RedisConfig is the shared store: the connection (addr, credentials, db,
+// key_prefix for every key the caches write, timeout; Addr "" keeps
+// everything in memory) and the vector index's rescan period.
 type RedisConfig struct {
-	Addr     string `yaml:"addr"`
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
-	DB       int    `yaml:"db"`
-	// KeyPrefix prefixes every key the caches write.
-	KeyPrefix string `yaml:"key_prefix"`
-	// Timeout bounds one round trip on the request path.
-	Timeout time.Duration `yaml:"timeout"`
+	redisconf.Conn `yaml:",inline"`
 	// RescanInterval is how often the vector index is rebuilt from a full
 	// scan of Redis, besides following the stream of inserts.
 	RescanInterval time.Duration `yaml:"rescan_interval"`
@@ -93,7 +89,7 @@ func DefaultConfig() Config {
 			MaxDistance: 0.1, MaxEntries: 100_000,
 			Embeddings: EmbeddingsConfig{Timeout: 100 * time.Millisecond, RetryInterval: time.Second, MaxInputBytes: 32 << 10},
 		},
-		Redis: RedisConfig{KeyPrefix: "inferrail:rc:", Timeout: 100 * time.Millisecond, RescanInterval: 5 * time.Minute},
+		Redis: RedisConfig{Conn: redisconf.Conn{KeyPrefix: "inferrail:rc:", Timeout: 100 * time.Millisecond}, RescanInterval: 5 * time.Minute},
 	}
 }
 
@@ -109,9 +105,7 @@ func (c Config) Redacted() Config {
 		u.User = url.UserPassword("redacted", "redacted")
 		e.URL = u.String()
 	}
-	if c.Redis.Password != "" {
-		c.Redis.Password = r
-	}
+	c.Redis.Conn = c.Redis.Conn.Redacted(r)
 	c.SampledModels = slices.Clone(c.SampledModels)
 	return c
 }
@@ -168,17 +162,7 @@ func (c *Config) Validate(prefix string) error {
 		bad("semantic.embeddings.max_input_bytes must be >= 1, got %d", e.MaxInputBytes)
 	}
 	r := c.Redis
-	if r.Addr != "" {
-		if _, _, err := net.SplitHostPort(r.Addr); err != nil {
-			bad("redis.addr must be host:port, got %q", r.Addr)
-		}
-	}
-	if r.DB < 0 {
-		bad("redis.db must be >= 0, got %d", r.DB)
-	}
-	if r.Timeout <= 0 {
-		bad("redis.timeout must be > 0, got %v", r.Timeout)
-	}
+	errs = append(errs, r.Conn.Validate(prefix+"redis")...)
 	if r.RescanInterval <= 0 {
 		bad("redis.rescan_interval must be > 0, got %v", r.RescanInterval)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // The Redis layout under key_prefix (P):
@@ -21,19 +20,9 @@ import (
 // Tags are Tag's hex hashes, so patterns never need escaping but the
 // prefix's own.
 
-// newRedisClient returns a client on cfg without connecting.
-func newRedisClient(cfg RedisConfig) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr: cfg.Addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
-		DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout,
-		ContextTimeoutEnabled: true,
-		// A failed call is a miss at once; retrying would delay the request.
-		MaxRetries:               -1,
-		DisableIdentity:          true, // CLIENT SETINFO needs Redis 7.2
-		MinIdleConns:             1,
-		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-	})
-}
+// newRedisClient returns a client on cfg without connecting; a failed call
+// is a miss at once.
+func newRedisClient(cfg RedisConfig) *redis.Client { return cfg.Conn.NewClient() }
 
 // redisStore keeps entries in Redis, shared by every balancer on the same
 // Redis and prefix.

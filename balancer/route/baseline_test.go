@@ -69,7 +69,7 @@ func TestLeastRequest(t *testing.T) {
 			for i := range cs {
 				cs[i].Own.InFlight.Store(tc.own[i])
 				if tc.gossip != nil {
-					cs[i].Load.Running = tc.gossip[i]
+					cs[i].Load.Running = int64(tc.gossip[i])
 					cs[i].Load.Stale = tc.stale
 				}
 				if tc.weights != nil {

@@ -19,8 +19,8 @@ func (f fixedIndex) LongestPrefix(hashes []kvblock.Hash) int { return min(int(f)
 func benchFleet(n int) []Candidate {
 	cs := cands(n)
 	for i := range cs {
-		cs[i].Load.Running = i % 13
-		cs[i].Load.Waiting = i % 3
+		cs[i].Load.Running = int64(i % 13)
+		cs[i].Load.Waiting = int64(i % 3)
 		cs[i].Own.InFlight.Store(int64(i % 5))
 		if i%8 == 3 {
 			cs[i].Prefix = fixedIndex(64)

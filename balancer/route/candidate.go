@@ -2,11 +2,11 @@ package route
 
 import (
 	"math"
-	"time"
 
 	"github.com/zeebo/xxh3"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // PrefixIndex answers how long a prefix of a prompt a replica holds: the
@@ -40,41 +40,49 @@ type PromptIndex interface {
 	LongestPrefixOf(p PreparedPrompt) (blocks int, ok bool)
 }
 
-// Load is a replica's load as its sidecar last reported it: over the gossip,
-// or in the load report of the last response this balancer proxied from it,
-// whichever is newer (docs/routing.md#the-load-model).
+// Load is a replica's load report as this balancer received it: the
+// sidecar's load.Report, as it wrote it, over the gossip or in the last
+// response this balancer proxied from it, whichever is newer
+// (docs/routing.md#the-load-model), with what the fleet knows about its
+// arrival beside it: whether it is stale, judged once by the fleet.
 type Load struct {
+	// Report is the report as the sidecar wrote it (Running, Waiting,
+	// KVUsage, InFlight, Pending, PrefillTokens).
+	load.Report
+	// Own is this balancer's share of Report's data-path counts, as the
+	// sidecar counted it when it wrote the report. The load model replaces
+	// it by the balancer's live counts (Candidate.Own, see Others).
+	Own load.Share
 	// Known reports whether a report has been received at all.
 	Known bool
-	// Stale reports whether the fleet judged the report too old. Policies
-	// also treat a report as stale when Request.Now - At > Config.MaxLoadAge.
+	// Stale reports whether the fleet judged the report too old (received
+	// more than the gossip's load_max_age ago, or its member not alive): a
+	// stale report is not used. Policies do not judge its age again.
 	Stale bool
-	// At is when this balancer received the report (zero: age unknown, trust
-	// Stale alone).
-	At time.Time
-	// Running and Waiting are the engine's running and queued requests.
-	Running, Waiting int
-	// InFlight is the requests the sidecar is proxying, from every balancer.
-	InFlight int
-	// KVUsage is the engine's KV cache usage in [0,1].
-	KVUsage float64
-	// Exact reports whether Others holds the sidecar's exact data-path
-	// counts. Without them (a sidecar that does not count, or a report of
-	// engine metrics only) policies fall back to the engine's Running and
-	// Waiting, never below this balancer's own counts.
+	// Exact reports whether Report's data-path counts are the sidecar's
+	// exact counts (the fleet sets it for every sidecar's report). Without
+	// them (a report of engine metrics only) policies fall back to the
+	// engine's Running and Waiting, never below this balancer's own counts.
 	Exact bool
-	// Others is the work of every other origin on the replica: the
-	// sidecar's counts with this balancer's share, as the sidecar counted it
-	// when it wrote the report, taken out. A policy adds it to this
-	// balancer's own counts (Candidate.Own), which are exact now, so nothing
-	// is counted twice and nothing this balancer finished since the report
-	// is still counted.
-	Others Work
-	// Unseen is the engine's waiting requests beyond those its sidecar is
-	// proxying: traffic that reaches the engine without the sidecar. Policies
-	// charge each Config.Cost.QueuedPromptTokens of prefill.
-	Unseen int
 }
+
+// Others returns the work of every other origin on the replica: the
+// report's data-path counts with this balancer's share (Own) taken out. A
+// policy adds it to this balancer's own counts (Candidate.Own), which are
+// exact now, so nothing is counted twice and nothing this balancer finished
+// since the report is still counted.
+func (l *Load) Others() Work {
+	return Work{
+		InFlight:      int(max(l.InFlight-l.Own.InFlight, 0)),
+		Pending:       int(max(l.Pending-l.Own.Pending, 0)),
+		PrefillTokens: max(l.PrefillTokens-l.Own.PrefillTokens, 0),
+	}
+}
+
+// Unseen returns the engine's waiting requests beyond those its sidecar is
+// proxying: traffic that reaches the engine without the sidecar. Policies
+// charge each Config.Cost.QueuedPromptTokens of prefill.
+func (l *Load) Unseen() int { return int(max(l.Waiting-l.Pending, 0)) }
 
 // Work is an amount of work on a replica.
 type Work struct {
@@ -112,10 +120,9 @@ type Candidate struct {
 	Load Load
 	// Prefix is the replica's prefix summary (nil: unknown).
 	Prefix PrefixIndex
-	// SummaryStale reports whether the fleet judged the summary too old;
-	// SummaryAt is when it was last confirmed current (zero: age unknown).
+	// SummaryStale reports whether the gossip judged the summary too old
+	// (not confirmed within summary_max_age): a stale summary is not used.
 	SummaryStale bool
-	SummaryAt    time.Time
 	// BlockSize is the replica's KV block size in tokens (0: the request's).
 	// A replica whose block size differs from Request.BlockSize gets no
 	// cache prediction.

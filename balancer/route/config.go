@@ -51,10 +51,6 @@ type Config struct {
 	// order then picks among them, so that balancers acting on one view
 	// spread different prompts instead of all picking the same replica.
 	TieMargin float64 `yaml:"tie_margin"`
-	// MaxLoadAge and MaxSummaryAge bound the age of a gossiped load report
-	// and prefix summary; older ones are ignored.
-	MaxLoadAge    time.Duration `yaml:"max_load_age"`
-	MaxSummaryAge time.Duration `yaml:"max_summary_age"`
 	// KVAware weighs the kv_aware scorers.
 	KVAware KVAwareConfig `yaml:"kv_aware"`
 	// Cost holds the cost model's parameters.
@@ -175,18 +171,27 @@ func DefaultCostConfig() CostConfig {
 // DefaultConfig returns the defaults: cost_model with the 8B/H100 model.
 func DefaultConfig() Config {
 	return Config{
-		Policy:        PolicyCostModel,
-		Seed:          1,
-		PrefixBlocks:  8,
-		LoadFactor:    2,
-		MinLoadBound:  8,
-		TieMargin:     0.05,
-		MaxLoadAge:    2 * time.Second,
-		MaxSummaryAge: 10 * time.Second,
-		KVAware:       KVAwareConfig{PrefixWeight: 2, LoadWeight: 1, KVUsageWeight: 1},
-		Cost:          DefaultCostConfig(),
-		Overlay:       OverlayConfig{TTL: 10 * time.Second, TextTTL: 2 * time.Minute, Settle: time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32},
-		Baselines:     DefaultBaselinesConfig(),
+		Policy:       PolicyCostModel,
+		Seed:         1,
+		PrefixBlocks: 8,
+		LoadFactor:   2,
+		MinLoadBound: 8,
+		TieMargin:    0.05,
+		KVAware:      KVAwareConfig{PrefixWeight: 2, LoadWeight: 1, KVUsageWeight: 1},
+		Cost:         DefaultCostConfig(),
+		Overlay:      OverlayConfig{TTL: 10 * time.Second, TextTTL: 2 * time.Minute, Settle: time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32},
+		Baselines:    DefaultBaselinesConfig(),
+	}
+}
+
+// RemovedKeys names the keys the routing section no longer has and where
+// their setting lives now (yamlconf.Removed). Staleness is judged once, by
+// the gossip, which sees the clocks: route reads Load.Stale and
+// Candidate.SummaryStale only.
+func (Config) RemovedKeys() map[string]string {
+	return map[string]string{
+		"max_load_age":    "a load report's staleness limit is gossip.load_max_age now (default 1s), for gossiped and response reports alike",
+		"max_summary_age": "a prefix summary's staleness limit is gossip.summary_max_age now (default 2s)",
 	}
 }
 
@@ -211,12 +216,6 @@ func (c Config) Validate() error {
 	}
 	if !(c.TieMargin >= 0 && c.TieMargin < 1) {
 		bad("tie_margin", "in [0, 1)", c.TieMargin)
-	}
-	if c.MaxLoadAge <= 0 {
-		bad("max_load_age", "> 0", c.MaxLoadAge)
-	}
-	if c.MaxSummaryAge <= 0 {
-		bad("max_summary_age", "> 0", c.MaxSummaryAge)
 	}
 	weights := []struct {
 		name string

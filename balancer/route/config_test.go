@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestDefaultConfigIsValidForEveryPolicy(t *testing.T) {
@@ -15,10 +14,10 @@ func TestDefaultConfigIsValidForEveryPolicy(t *testing.T) {
 			if p.Name() != name {
 				t.Errorf("Name() = %q, want %q", p.Name(), name)
 			}
-			hasOverlay := OverlayOf(p) != nil
+			hasOverlay := overlayOf(p) != nil
 			wantOverlay := name == PolicyKVAware || name == PolicyCostModel || name == PolicyDynamoKV || name == PolicyLLMD
 			if hasOverlay != wantOverlay {
-				t.Errorf("OverlayOf(%s) != nil is %v, want %v", name, hasOverlay, wantOverlay)
+				t.Errorf("overlayOf(%s) != nil is %v, want %v", name, hasOverlay, wantOverlay)
 			}
 		})
 	}
@@ -50,8 +49,6 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"prefix blocks", func(c *Config) { c.PrefixBlocks = 0 }, []string{"prefix_blocks must be >= 1, got 0"}},
 		{"load factor", func(c *Config) { c.LoadFactor = 0.9 }, []string{"load_factor must be >= 1 and finite, got 0.9"}},
 		{"min load bound", func(c *Config) { c.MinLoadBound = -1 }, []string{"min_load_bound must be >= 0, got -1"}},
-		{"load age", func(c *Config) { c.MaxLoadAge = 0 }, []string{"max_load_age must be > 0, got 0s"}},
-		{"summary age", func(c *Config) { c.MaxSummaryAge = -time.Second }, []string{"max_summary_age must be > 0, got -1s"}},
 		{"negative weight", func(c *Config) { c.KVAware.LoadWeight = -1 }, []string{"kv_aware.load_weight must be >= 0 and finite, got -1"}},
 		{"zero weights", func(c *Config) { c.KVAware = KVAwareConfig{} }, []string{"kv_aware weights must not all be 0"}},
 		{"rate", func(c *Config) { c.Cost.LinearTokPerSec = 0 }, []string{"cost_model.linear_tok_per_sec must be > 0 and finite, got 0"}},
@@ -86,7 +83,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 
 func TestOverlayDisabledByZeroTTL(t *testing.T) {
 	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.Overlay.TTL, c.Overlay.TextTTL = 0, 0 })
-	if OverlayOf(p) != nil {
+	if overlayOf(p) != nil {
 		t.Error("overlay present with ttl 0")
 	}
 }

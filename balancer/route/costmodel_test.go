@@ -105,7 +105,7 @@ func TestCostModelChoices(t *testing.T) {
 		{
 			name: "long queue on the warm replica",
 			edit: func(cs []Candidate) {
-				cs[2].Load.Exact, cs[2].Load.Others = true, Work{InFlight: 5, Pending: 5, PrefillTokens: 50000}
+				cs[2].Load.Exact, cs[2].Load.InFlight, cs[2].Load.Pending, cs[2].Load.PrefillTokens = true, 5, 5, 50000
 			},
 			want:       -1,
 			wantReason: ReasonLowestTTFT,
@@ -127,16 +127,7 @@ func TestCostModelChoices(t *testing.T) {
 		{
 			name: "stale queue report is ignored",
 			edit: func(cs []Candidate) {
-				cs[2].Load.Exact, cs[2].Load.Others, cs[2].Load.Stale = true, Work{InFlight: 5, Pending: 5, PrefillTokens: 50000}, true
-			},
-			want:       2,
-			wantReason: ReasonLowestTTFT,
-		},
-		{
-			name: "old queue report is ignored",
-			edit: func(cs []Candidate) {
-				cs[2].Load.Exact, cs[2].Load.Others = true, Work{InFlight: 5, Pending: 5, PrefillTokens: 50000}
-				cs[2].Load.At = t0.Add(-3 * time.Second)
+				cs[2].Load.Exact, cs[2].Load.InFlight, cs[2].Load.Pending, cs[2].Load.PrefillTokens, cs[2].Load.Stale = true, 5, 5, 50000, true
 			},
 			want:       2,
 			wantReason: ReasonLowestTTFT,
@@ -265,7 +256,7 @@ func TestCostModelReplicatesHotPrefix(t *testing.T) {
 	setup := func() []Candidate {
 		cs := cands(4)
 		cs[2].Prefix = fakeIndex{}.add(hs[:2000])
-		cs[2].Load.Exact, cs[2].Load.Others = true, Work{InFlight: 6, Pending: 6, PrefillTokens: 45000}
+		cs[2].Load.Exact, cs[2].Load.InFlight, cs[2].Load.Pending, cs[2].Load.PrefillTokens = true, 6, 6, 45000
 		return cs
 	}
 	cs := setup()
@@ -302,7 +293,7 @@ func TestCostModelMissPenalty(t *testing.T) {
 	setup := func(queue float64) []Candidate {
 		cs := cands(2)
 		cs[0].Prefix = fakeIndex{}.add(hs[:192])
-		cs[0].Load.Exact, cs[0].Load.Others = true, Work{InFlight: 3, Pending: 3, PrefillTokens: int64(queue)}
+		cs[0].Load.Exact, cs[0].Load.InFlight, cs[0].Load.Pending, cs[0].Load.PrefillTokens = true, 3, 3, int64(queue)
 		return cs
 	}
 	// A queue whose wait is about 1.5 cold prefills.

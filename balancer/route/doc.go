@@ -31,10 +31,12 @@
 // cache_aware policy over its own approximate prefix tree), dynamo_kv (NVIDIA
 // Dynamo's KV router cost) and llm_d (llm-d's default scorers and weights).
 //
-// Staleness (docs/design.md §4): a load report older than Config.MaxLoadAge, or
-// marked stale by the fleet, is ignored and the balancer's own counters are
-// used; a prefix summary older than Config.MaxSummaryAge is ignored and the
-// prefix's prefix_hash owner is assumed to hold the first blocks.
+// Staleness (docs/design.md §4) is judged once, outside route: a load report
+// the fleet marked stale (Load.Stale: older than the gossip's load_max_age)
+// is ignored and the balancer's own counters are used; a prefix summary the
+// gossip marked stale (Candidate.SummaryStale: not confirmed within
+// summary_max_age) is ignored and the prefix's prefix_hash owner is assumed
+// to hold the first blocks.
 //
 // See docs/routing.md for the reasoning and docs/benchmarks-route.md for
 // decision times.

@@ -3,6 +3,8 @@ package route
 import (
 	"testing"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // TestDryRunRecordsNothing checks that a dry run (explain) leaves no trace a
@@ -20,7 +22,7 @@ func TestDryRunRecordsNothing(t *testing.T) {
 					t.Fatalf("dry Pick: %v", err)
 				}
 			}
-			if o := OverlayOf(p); o != nil {
+			if o := overlayOf(p); o != nil {
 				for _, c := range cs {
 					if n := overlayPrefix(o, hs, c.ID, t0); n != 0 {
 						t.Errorf("overlay holds %d blocks on %s after dry runs, want 0", n, c.ID)
@@ -107,7 +109,7 @@ func TestWorkOf(t *testing.T) {
 	p := newPolicy(t, PolicyCostModel, nil)
 	c := cands(1)[0]
 	lease(c.Own, 100)
-	c.Load = Load{Known: true, Exact: true, At: t0, Others: Work{InFlight: 2, Pending: 1, PrefillTokens: 50}}
+	c.Load = Load{Known: true, Exact: true, Report: load.Report{InFlight: 2, Pending: 1, PrefillTokens: 50}}
 	got := WorkOf(p, &c, t0.Add(time.Millisecond))
 	want := Work{InFlight: 3, Pending: 2, PrefillTokens: 150}
 	if got != want {

@@ -39,7 +39,7 @@ func TestDynamoCosts(t *testing.T) {
 			edit: func(cs []Candidate) { cs[2].Load.KVUsage = 0.193 }, want: -1, costs: []float64{256, 256, 257, 256}},
 		{name: "other origins' pending prefill tokens count as pending prefill",
 			edit: func(cs []Candidate) {
-				cs[2].Load.Exact, cs[2].Load.Others.PrefillTokens = true, 200*16
+				cs[2].Load.Exact, cs[2].Load.PrefillTokens = true, 200*16
 			}, want: -1, costs: []float64{256, 256, 264, 256}},
 		{name: "a stale report: own pending prefill and in-flight × assumed context",
 			edit: func(cs []Candidate) {

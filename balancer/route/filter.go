@@ -54,18 +54,18 @@ func filter(req *Request, cands []Candidate, s *Scratch) error {
 	}
 }
 
-// loadFresh reports whether c's gossiped load may be used at now.
-func (b *base) loadFresh(c *Candidate, now time.Time) bool {
-	l := &c.Load
-	return l.Known && !l.Stale && (l.At.IsZero() || now.Sub(l.At) <= b.cfg.MaxLoadAge)
+// loadFresh reports whether c's load report may be used. The fleet judged
+// its age (Load.Stale, by the gossip's load_max_age); the time is not read
+// again here.
+func (b *base) loadFresh(c *Candidate, _ time.Time) bool {
+	return c.Load.Known && !c.Load.Stale
 }
 
-// summaryFresh reports whether c's prefix summary may be used at now for a
-// request hashed with block size bs.
-func (b *base) summaryFresh(c *Candidate, now time.Time, bs int) bool {
-	return c.Prefix != nil && !c.SummaryStale &&
-		(c.SummaryAt.IsZero() || now.Sub(c.SummaryAt) <= b.cfg.MaxSummaryAge) &&
-		(c.BlockSize == 0 || c.BlockSize == bs)
+// summaryFresh reports whether c's prefix summary may be used for a request
+// hashed with block size bs. The gossip judged its age (SummaryStale, by
+// summary_max_age).
+func (b *base) summaryFresh(c *Candidate, _ time.Time, bs int) bool {
+	return c.Prefix != nil && !c.SummaryStale && (c.BlockSize == 0 || c.BlockSize == bs)
 }
 
 // fillLoads puts the load of each eligible candidate in s.load.

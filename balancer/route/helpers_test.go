@@ -106,3 +106,11 @@ func mustPick(t testing.TB, p Policy, r *Request, cs []Candidate) (int, Decision
 
 // allPolicies returns the production policies and the peer baselines.
 func allPolicies() []string { return append(slices.Clone(Policies), Baselines...) }
+
+// overlayOf returns p's overlay (nil: none).
+func overlayOf(p Policy) *Overlay {
+	if o, ok := p.(interface{ overlayOf() *Overlay }); ok {
+		return o.overlayOf()
+	}
+	return nil
+}

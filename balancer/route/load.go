@@ -20,19 +20,20 @@ func (b *base) work(c *Candidate, now time.Time) Work {
 	}
 	l := &c.Load
 	if l.Exact {
-		w.InFlight += max(l.Others.InFlight, 0) + max(l.Unseen, 0)
-		w.Pending += max(l.Others.Pending, 0) + max(l.Unseen, 0)
-		w.PrefillTokens += max(l.Others.PrefillTokens, 0) + int64(max(l.Unseen, 0))*int64(b.cfg.Cost.QueuedPromptTokens)
+		others, unseen := l.Others(), l.Unseen()
+		w.InFlight += others.InFlight + unseen
+		w.Pending += others.Pending + unseen
+		w.PrefillTokens += others.PrefillTokens + int64(unseen)*int64(b.cfg.Cost.QueuedPromptTokens)
 		return w
 	}
 	// Only the engine's counts: they include this balancer's requests, so
 	// they are a floor, not an addition.
-	if n := l.Running + l.Waiting; n > w.InFlight {
+	if n := int(l.Running + l.Waiting); n > w.InFlight {
 		w.InFlight = n
 	}
-	if l.Waiting > w.Pending {
-		extra := l.Waiting - w.Pending
-		w.Pending = l.Waiting
+	if waiting := int(l.Waiting); waiting > w.Pending {
+		extra := waiting - w.Pending
+		w.Pending = waiting
 		w.PrefillTokens += int64(extra) * int64(b.cfg.Cost.QueuedPromptTokens)
 	}
 	return w

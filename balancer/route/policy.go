@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/kvblock"
 )
 
 // Errors returned by Pick. The HTTP layer maps both to 503 (with Retry-After
@@ -182,14 +184,14 @@ func New(cfg Config) (Policy, error) {
 	return &costModel{base: b, est: newEstimator(cfg.Cost)}, nil
 }
 
-// OverlayOf returns the overlay of a cache-aware policy (nil for others or
-// when disabled), for the balancer to settle a placement at its first token
-// (Overlay.Settle).
-func OverlayOf(p Policy) *Overlay {
-	if o, ok := p.(interface{ overlayOf() *Overlay }); ok {
-		return o.overlayOf()
-	}
-	return nil
+// Settler is an optional ability of a Policy: hearing that a placed
+// request got its first token on replicaID at now, so that what the policy
+// remembers of the placement (its overlay, Overlay.Settle) expires soon after
+// instead of at its full TTL. The caller checks for it with a type
+// assertion; a policy without it remembers nothing to settle. Settle is
+// called concurrently and must not block.
+type Settler interface {
+	Settle(hashes []kvblock.Hash, replicaID string, now time.Time)
 }
 
 // base is what every policy shares.
@@ -199,7 +201,16 @@ type base struct {
 	overlay *Overlay // nil: none
 }
 
+// overlayOf returns the policy's overlay (nil: none; the tests read it).
 func (b *base) overlayOf() *Overlay { return b.overlay }
+
+// Settle settles the placement in the policy's overlay (Settler; a no-op
+// without an overlay).
+func (b *base) Settle(hashes []kvblock.Hash, replicaID string, now time.Time) {
+	if b.overlay != nil {
+		b.overlay.Settle(hashes, replicaID, now)
+	}
+}
 
 // Name returns the policy name.
 func (b *base) Name() string { return b.cfg.Policy }
@@ -224,11 +235,30 @@ func (b *base) now(req *Request) time.Time {
 	return req.Now
 }
 
-// UsesPrefixIndex reports whether p asks the candidates' PrefixIndex
+// PromptPreparer prepares a request's block hashes for the candidates'
+// PromptIndexes, in storage it reuses: the prepared prompt is valid until the
+// next Prepare. The fleet's (*fleet.Prompt) prepares them for the gossiped
+// summaries' filters; route never looks inside the result.
+type PromptPreparer interface {
+	Prepare(hashes []kvblock.Hash) PreparedPrompt
+}
+
+// PreparePrompt returns hashes prepared by pp when p asks the candidates'
+// indexes (usesPrefixIndex), and nil otherwise or without hashes. A caller
+// prepares once per request and passes the result in Request.Prompt to
+// every Pick of that request (retries, endpoint-picker rounds).
+func PreparePrompt(p Policy, hashes []kvblock.Hash, pp PromptPreparer) PreparedPrompt {
+	if len(hashes) == 0 || pp == nil || !usesPrefixIndex(p) {
+		return nil
+	}
+	return pp.Prepare(hashes)
+}
+
+// usesPrefixIndex reports whether p asks the candidates' PrefixIndex
 // (kv_aware, cost_model and the dynamo_kv and llm_d baselines do; the
 // cache-blind policies, prefix_hash and sglang_cache_aware do not), so that
-// a caller prepares Request.Prompt only when it pays off.
-func UsesPrefixIndex(p Policy) bool {
+// the prompt is prepared only when it pays off.
+func usesPrefixIndex(p Policy) bool {
 	switch p.(type) {
 	case *kvAware, *costModel, *dynamoKV, *llmD:
 		return true

@@ -82,12 +82,32 @@ func TestPredictUsesPreparedPrompt(t *testing.T) {
 	}
 }
 
-// Only the policies that read summaries want a prepared prompt.
-func TestUsesPrefixIndex(t *testing.T) {
+// Only the policies that read summaries get a prepared prompt, and only
+// for a request with hashes.
+func TestPreparePrompt(t *testing.T) {
 	want := map[string]bool{PolicyKVAware: true, PolicyCostModel: true, PolicyDynamoKV: true, PolicyLLMD: true}
+	hashes := []kvblock.Hash{1, 2, 3}
 	for _, name := range allPolicies() {
-		if got := UsesPrefixIndex(newPolicy(t, name, nil)); got != want[name] {
-			t.Errorf("UsesPrefixIndex(%s) = %v, want %v", name, got, want[name])
+		p := newPolicy(t, name, nil)
+		var pp countingPreparer
+		got := PreparePrompt(p, hashes, &pp)
+		if (got != nil) != want[name] || pp.n != map[bool]int{true: 1}[want[name]] {
+			t.Errorf("PreparePrompt(%s) = %v after %d preparations, want prepared %v once", name, got, pp.n, want[name])
+		}
+		if got := PreparePrompt(p, nil, &pp); got != nil {
+			t.Errorf("PreparePrompt(%s, no hashes) = %v, want nil", name, got)
 		}
 	}
 }
+
+// countingPreparer counts its preparations.
+type countingPreparer struct{ n int }
+
+func (c *countingPreparer) Prepare(h []kvblock.Hash) PreparedPrompt {
+	c.n++
+	return preparedLen(len(h))
+}
+
+type preparedLen int
+
+func (p preparedLen) Len() int { return int(p) }

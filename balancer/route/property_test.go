@@ -6,7 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
+
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // randomWorld returns a random candidate set and request: random health,
@@ -46,15 +47,12 @@ func randomWorld(r *rand.Rand) ([]Candidate, *Request) {
 			c.MaxPending = r.IntN(4)
 		}
 		if r.IntN(4) != 0 {
+			pending := r.Int64N(20)
 			c.Load = Load{
-				Known: true, Stale: r.IntN(4) == 0,
-				Running: r.IntN(50), Waiting: r.IntN(20), InFlight: r.IntN(60),
-				Exact: r.IntN(2) == 0, Unseen: r.IntN(3),
-				Others:  Work{InFlight: r.IntN(60), Pending: r.IntN(20), PrefillTokens: int64(r.IntN(100000))},
-				KVUsage: r.Float64(),
-			}
-			if r.IntN(2) == 0 {
-				c.Load.At = t0.Add(-time.Duration(r.IntN(4000)) * time.Millisecond)
+				Known: true, Stale: r.IntN(4) == 0, Exact: r.IntN(2) == 0,
+				Report: load.Report{Running: r.Int64N(50), Waiting: pending + r.Int64N(3), InFlight: pending + r.Int64N(60),
+					Pending: pending, PrefillTokens: r.Int64N(100000), KVUsage: r.Float64()},
+				Own: load.Share{InFlight: r.Int64N(3), Pending: r.Int64N(2), PrefillTokens: r.Int64N(2000)},
 			}
 		}
 		if r.IntN(4) != 0 {

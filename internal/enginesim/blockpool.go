@@ -12,6 +12,13 @@ import (
 // free queue hands it out again (eviction). Several physical blocks may hold
 // the same hash when two requests computed the same prefix concurrently.
 //
+// The free queue is its own list, not internal/lru: it links physical blocks
+// (the fixed array), not keys, several blocks may hold one hash, a block
+// taken back on a prefix hit leaves the middle of the queue, and the order
+// in which vLLM's FreeKVCacheBlockQueue appends a request's freed blocks
+// (last block first) decides which ties are evicted first. An LRU keyed by
+// hash would model none of that.
+//
 // Not safe for concurrent use; the engine holds its lock.
 type blockPool struct {
 	blocks     []kvBlock

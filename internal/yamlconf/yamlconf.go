@@ -1,5 +1,6 @@
 // Package yamlconf decodes YAML config files strictly over defaults: every
-// unknown key (named by its path and line), every wrong type and a second
+// unknown key (named by its path and line), every key that was removed (with
+// where its setting lives now, see Removed), every wrong type and a second
 // document are reported, all at once. The balancer and the sidecar share it.
 package yamlconf
 
@@ -73,6 +74,26 @@ func Decode[T any](b []byte, base T) (T, error) {
 
 var durationType = reflect.TypeFor[time.Duration]()
 
+// Removed is implemented by a config struct that once had keys it has no
+// longer: RemovedKeys maps each such key to what replaces it (a sentence
+// fragment such as "the load staleness limit is gossip.load_max_age"). A
+// document that still sets one gets an error naming its path, its line and
+// that replacement, not a bare "unknown key".
+type Removed interface {
+	RemovedKeys() map[string]string
+}
+
+// removedKeys returns t's RemovedKeys (nil when t does not implement Removed).
+func removedKeys(t reflect.Type) map[string]string {
+	if r, ok := reflect.Zero(t).Interface().(Removed); ok {
+		return r.RemovedKeys()
+	}
+	if r, ok := reflect.New(t).Interface().(Removed); ok {
+		return r.RemovedKeys()
+	}
+	return nil
+}
+
 // checkKnown appends an error for every mapping key of n that has no field
 // in t, naming it by path and line.
 func checkKnown(n *yaml.Node, t reflect.Type, path string, errs []error) []error {
@@ -88,12 +109,17 @@ func checkKnown(n *yaml.Node, t reflect.Type, path string, errs []error) []error
 			return errs
 		}
 		fields := yamlFields(t)
+		removed := removedKeys(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			p := join(path, k.Value)
 			ft, ok := fields[k.Value]
 			if !ok {
-				errs = append(errs, fmt.Errorf("line %d: %s: unknown key", k.Line, p))
+				if now, ok := removed[k.Value]; ok {
+					errs = append(errs, fmt.Errorf("line %d: %s: removed: %s", k.Line, p, now))
+				} else {
+					errs = append(errs, fmt.Errorf("line %d: %s: unknown key", k.Line, p))
+				}
 				continue
 			}
 			errs = checkKnown(v, ft, p, errs)

@@ -69,3 +69,30 @@ func TestMissingKeys(t *testing.T) {
 		t.Fatalf("MissingKeys = %v, want %v", got, want)
 	}
 }
+
+type moved struct {
+	Port int `yaml:"port"`
+}
+
+func (moved) RemovedKeys() map[string]string {
+	return map[string]string{"old_port": "the port is server.port now"}
+}
+
+type withMoved struct {
+	Moved []moved `yaml:"moved"`
+}
+
+func TestDecodeNamesWhereARemovedKeyLivesNow(t *testing.T) {
+	_, err := Decode([]byte("moved:\n  - port: 1\n    old_port: 2\n    oldport: 3\n"), withMoved{})
+	if err == nil {
+		t.Fatal("Decode accepted a removed key")
+	}
+	for _, want := range []string{
+		"line 3: moved[0].old_port: removed: the port is server.port now",
+		"line 4: moved[0].oldport: unknown key",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/load"
 )
 
 // gpuIndex adapts a summary view to route.PrefixIndex: the adapter the fleet
@@ -116,7 +117,7 @@ func pickBloom(b *testing.B, name string, n int, prepared bool, hs []kvblock.Has
 		cs[i] = route.Candidate{
 			ID: fmt.Sprintf("replica-%d", i), Models: []string{"m"}, Healthy: true,
 			Own: &route.Counters{}, Prefix: idx,
-			Load: route.Load{Known: true, Running: i % 13, Waiting: i % 3},
+			Load: route.Load{Known: true, Report: load.Report{Running: int64(i % 13), Waiting: int64(i % 3)}},
 		}
 	}
 	route.Prepare(cs)

@@ -4,13 +4,15 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+
+	"github.com/inferrail/inferrail/internal/lru"
 )
 
 // cacheShards is the number of independently locked parts of a cache.
 const cacheShards = 16
 
 // entryOverhead approximates the bytes an entry costs beyond its key and ids
-// (map slot, list links, slice and string headers).
+// (map slot, list slot and links, slice and string headers).
 const entryOverhead = 96
 
 // idCache is a concurrency-safe LRU from strings to token ids, bounded by an
@@ -24,17 +26,10 @@ type idCache struct {
 }
 
 type cacheShard struct {
-	mu    sync.Mutex // protects the fields below
-	items map[string]*cacheEntry
-	head  cacheEntry // sentinel of a circular list, most recent first
-	bytes int64
-	limit int64
-}
-
-type cacheEntry struct {
-	key        string
-	ids        []uint32
-	prev, next *cacheEntry
+	mu      sync.Mutex                  // protects the fields below
+	entries *lru.List[string, []uint32] // most recent first
+	bytes   int64
+	limit   int64
 }
 
 // newIDCache returns a cache holding about limit bytes, or nil if limit <= 0.
@@ -45,8 +40,7 @@ func newIDCache(limit int64) *idCache {
 	c := &idCache{seed: maphash.MakeSeed()}
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.items = make(map[string]*cacheEntry)
-		s.head.next, s.head.prev = &s.head, &s.head
+		s.entries = lru.New[string, []uint32](0)
 		s.limit = max(limit/cacheShards, 1)
 	}
 	return c
@@ -67,18 +61,14 @@ func (c *idCache) get(key string) ([]uint32, bool) {
 	}
 	s := c.shard(key)
 	s.mu.Lock()
-	e, ok := s.items[key]
-	if ok {
-		s.unlink(e)
-		s.pushFront(e)
-	}
+	ids, ok := s.entries.Get(key)
 	s.mu.Unlock()
 	if !ok {
 		c.misses.Add(1)
 		return nil, false
 	}
 	c.hits.Add(1)
-	return e.ids, true
+	return ids, true
 }
 
 // put stores a copy of ids under key, evicting the least recently used
@@ -99,33 +89,14 @@ func (c *idCache) put(key string, ids []uint32) {
 	k := string([]byte(key))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.items[k]; ok {
-		s.unlink(old)
-		s.bytes -= entryCost(old.key, old.ids)
-		delete(s.items, k)
+	if old, ok := s.entries.Put(k, cp); ok {
+		s.bytes -= entryCost(k, old)
 	}
-	e := &cacheEntry{key: k, ids: cp}
-	s.items[k] = e
-	s.pushFront(e)
 	s.bytes += cost
 	for s.bytes > s.limit {
-		last := s.head.prev
-		s.unlink(last)
-		delete(s.items, last.key)
-		s.bytes -= entryCost(last.key, last.ids)
+		key, ids, _ := s.entries.RemoveOldest()
+		s.bytes -= entryCost(key, ids)
 	}
-}
-
-func (s *cacheShard) unlink(e *cacheEntry) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
-}
-
-func (s *cacheShard) pushFront(e *cacheEntry) {
-	e.next = s.head.next
-	e.prev = &s.head
-	s.head.next.prev = e
-	s.head.next = e
 }
 
 // stats reports the counters and current size of the cache.
@@ -136,7 +107,7 @@ func (c *idCache) stats() (hits, misses uint64, entries int, bytes int64) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		entries += len(s.items)
+		entries += s.entries.Len()
 		bytes += s.bytes
 		s.mu.Unlock()
 	}

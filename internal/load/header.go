@@ -1,16 +1,15 @@
-// Package loadreport is the load a sidecar returns with every response it
-// proxies for a balancer, so that the balancer's view of the replica moves
-// with every reply and not only with each gossip period.
-//
-// The report travels in the ORCA response header `endpoint-load-metrics`
-// (the convention of Envoy's ORCA support, gRPC's ORCA and vLLM's own
-// `--orca-metrics-format`; docs/routing.md#the-load-model), in its TEXT form:
+package load
+
+// This file is the report's form in the ORCA response header
+// `endpoint-load-metrics` (the convention of Envoy's ORCA support, gRPC's ORCA
+// and vLLM's own `--orca-metrics-format`; docs/routing.md#the-load-model), in
+// its TEXT form:
 //
 //	endpoint-load-metrics: TEXT named_metrics.in_flight=3, named_metrics.prefill_tokens=2048, ...
 //
-// once in the response headers and again as a trailer when the response
-// ends. The balancer strips both before the client sees the response.
-package loadreport
+// A sidecar writes it once in the response headers and again as a trailer
+// when the response ends, with the share of the balancer the response goes
+// to; the balancer strips both before the client sees the response.
 
 import (
 	"errors"
@@ -33,38 +32,25 @@ const (
 // MaxOriginLen bounds an origin name.
 const MaxOriginLen = 128
 
-// Report is a replica's load at the moment its sidecar wrote a response.
-type Report struct {
-	// Running and Waiting are the engine's running and queued requests at
-	// its last readable metrics page; KVUsage its KV-cache usage in [0,1].
-	Running, Waiting int64
-	KVUsage          float64
-	// InFlight, Prefilling and PrefillTokens are the sidecar's exact data
-	// path counts over every origin: requests in flight, those whose
-	// prefill is not over, and the uncached prompt tokens of those.
-	InFlight, Prefilling, PrefillTokens int64
-	// OwnInFlight, OwnPrefilling and OwnPrefillTokens are the same counts
-	// for the requests of the origin the report answers.
-	OwnInFlight, OwnPrefilling, OwnPrefillTokens int64
-}
-
-// The named metrics, in the order Encode writes them.
+// The named metrics, in the order EncodeHeader writes them. The header
+// carries no origin list: its own_* metrics are the recipient's Share.
 var names = [...]string{
 	"running", "waiting", "kv_usage", "in_flight", "prefilling", "prefill_tokens",
 	"own_in_flight", "own_prefilling", "own_prefill_tokens",
 }
 
-func (r *Report) fields() [len(names)]*int64 {
-	return [...]*int64{&r.Running, &r.Waiting, nil, &r.InFlight, &r.Prefilling, &r.PrefillTokens,
-		&r.OwnInFlight, &r.OwnPrefilling, &r.OwnPrefillTokens}
+func fields(r *Report, own *Share) [len(names)]*int64 {
+	return [...]*int64{&r.Running, &r.Waiting, nil, &r.InFlight, &r.Pending, &r.PrefillTokens,
+		&own.InFlight, &own.Pending, &own.PrefillTokens}
 }
 
-// Encode returns the header value for r.
-func (r Report) Encode() string {
+// EncodeHeader returns the header value of r for the balancer whose share
+// is own. r.Origins is not written.
+func EncodeHeader(r Report, own Share) string {
 	var b strings.Builder
 	b.Grow(256)
 	b.WriteString("TEXT ")
-	f := r.fields()
+	f := fields(&r, &own)
 	for i, n := range names {
 		if i > 0 {
 			b.WriteString(", ")
@@ -81,24 +67,27 @@ func (r Report) Encode() string {
 	return b.String()
 }
 
-// ErrMalformed is wrapped by every Parse error.
+// ErrMalformed is wrapped by every ParseHeader error.
 var ErrMalformed = errors.New("malformed load report")
 
-// Parse decodes a header value written by Encode. Other ORCA fields and
-// unknown named metrics are ignored; every metric of ours must be present,
-// finite and not negative.
-func Parse(v string) (Report, error) {
+// ParseHeader decodes a header value written by EncodeHeader: the report
+// (without Origins) and the recipient's share (without its Origin name,
+// which the header does not carry). Other ORCA fields and unknown named
+// metrics are ignored; every metric of ours must be present, finite and not
+// negative.
+func ParseHeader(v string) (Report, Share, error) {
 	var r Report
+	var own Share
 	rest, ok := strings.CutPrefix(strings.TrimSpace(v), "TEXT ")
 	if !ok {
-		return r, fmt.Errorf("%w: not the TEXT format", ErrMalformed)
+		return r, own, fmt.Errorf("%w: not the TEXT format", ErrMalformed)
 	}
-	f := r.fields()
+	f := fields(&r, &own)
 	var seen [len(names)]bool
 	for kv := range strings.SplitSeq(rest, ",") {
 		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
-			return Report{}, fmt.Errorf("%w: %q is not key=value", ErrMalformed, trim(kv))
+			return Report{}, Share{}, fmt.Errorf("%w: %q is not key=value", ErrMalformed, trim(kv))
 		}
 		n, ok := strings.CutPrefix(k, "named_metrics.")
 		if !ok {
@@ -110,7 +99,7 @@ func Parse(v string) (Report, error) {
 		}
 		x, err := strconv.ParseFloat(val, 64)
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > math.MaxInt64/2 {
-			return Report{}, fmt.Errorf("%w: %s=%q", ErrMalformed, n, trim(val))
+			return Report{}, Share{}, fmt.Errorf("%w: %s=%q", ErrMalformed, n, trim(val))
 		}
 		if f[i] == nil {
 			r.KVUsage = x
@@ -121,10 +110,10 @@ func Parse(v string) (Report, error) {
 	}
 	for i, s := range seen {
 		if !s {
-			return Report{}, fmt.Errorf("%w: no named_metrics.%s", ErrMalformed, names[i])
+			return Report{}, Share{}, fmt.Errorf("%w: no named_metrics.%s", ErrMalformed, names[i])
 		}
 	}
-	return r, nil
+	return r, own, nil
 }
 
 func index(n string) int {

@@ -1,4 +1,4 @@
-package loadreport
+package load
 
 import (
 	"errors"
@@ -8,19 +8,35 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
-	want := Report{Running: 3, Waiting: 2, KVUsage: 0.4375, InFlight: 9, Prefilling: 4, PrefillTokens: 12345,
-		OwnInFlight: 2, OwnPrefilling: 1, OwnPrefillTokens: 2048}
-	got, err := Parse(want.Encode())
+	want := Report{Running: 3, Waiting: 2, KVUsage: 0.4375, InFlight: 9, Pending: 4, PrefillTokens: 12345}
+	wantOwn := Share{InFlight: 2, Pending: 1, PrefillTokens: 2048}
+	got, own, err := ParseHeader(EncodeHeader(want, wantOwn))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff(wantOwn, own); diff != "" {
+		t.Errorf("round trip of the share (-want +got):\n%s", diff)
+	}
+}
+
+// The header's bytes are those every released sidecar writes and every
+// released balancer parses.
+func TestEncodeHeaderBytes(t *testing.T) {
+	got := EncodeHeader(Report{Running: 3, Waiting: 2, KVUsage: 0.4375, InFlight: 9, Pending: 4, PrefillTokens: 12345},
+		Share{Origin: "b", InFlight: 2, Pending: 1, PrefillTokens: 2048})
+	want := "TEXT named_metrics.running=3, named_metrics.waiting=2, named_metrics.kv_usage=0.4375, " +
+		"named_metrics.in_flight=9, named_metrics.prefilling=4, named_metrics.prefill_tokens=12345, " +
+		"named_metrics.own_in_flight=2, named_metrics.own_prefilling=1, named_metrics.own_prefill_tokens=2048"
+	if got != want {
+		t.Errorf("EncodeHeader =\n%s\nwant\n%s", got, want)
+	}
 }
 
 func TestParse(t *testing.T) {
-	full := Report{Running: 1}.Encode()
+	full := EncodeHeader(Report{Running: 1}, Share{})
 	tests := []struct {
 		name, in string
 		ok       bool
@@ -37,9 +53,9 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse(tt.in)
+			_, _, err := ParseHeader(tt.in)
 			if (err == nil) != tt.ok {
-				t.Fatalf("Parse(%q) err = %v, want ok %v", tt.in, err, tt.ok)
+				t.Fatalf("ParseHeader(%q) err = %v, want ok %v", tt.in, err, tt.ok)
 			}
 			if err != nil && !errors.Is(err, ErrMalformed) {
 				t.Errorf("err %v does not wrap ErrMalformed", err)
@@ -66,19 +82,20 @@ func TestValidOrigin(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	f.Add(Report{Running: 1, KVUsage: 0.5, PrefillTokens: 100}.Encode())
+	f.Add(EncodeHeader(Report{Running: 1, KVUsage: 0.5, PrefillTokens: 100}, Share{}))
 	f.Add("TEXT named_metrics.running=1e300")
 	f.Fuzz(func(t *testing.T, s string) {
-		r, err := Parse(s)
+		r, own, err := ParseHeader(s)
 		if err != nil {
 			return
 		}
-		again, err := Parse(r.Encode())
+		v := EncodeHeader(r, own)
+		again, againOwn, err := ParseHeader(v)
 		if err != nil {
-			t.Fatalf("re-parse of %q: %v", r.Encode(), err)
+			t.Fatalf("re-parse of %q: %v", v, err)
 		}
-		if again.Running != r.Running || again.PrefillTokens != r.PrefillTokens || again.OwnInFlight != r.OwnInFlight {
-			t.Fatalf("round trip changed %+v to %+v", r, again)
+		if again.Running != r.Running || again.PrefillTokens != r.PrefillTokens || againOwn.InFlight != own.InFlight {
+			t.Fatalf("round trip changed %+v %+v to %+v %+v", r, own, again, againOwn)
 		}
 	})
 }

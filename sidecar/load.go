@@ -1,0 +1,72 @@
+package sidecar
+
+import (
+	"time"
+
+	"github.com/inferrail/inferrail/gossip"
+	"github.com/inferrail/inferrail/internal/load"
+	"github.com/inferrail/inferrail/sidecar/engine"
+)
+
+// LoadStatus is what the sidecar knows of its engine's load: the engine's
+// own numbers from its last scrape and the data path's exact counts. It is
+// the input of the load.Report the sidecar announces (Report) and what
+// GET /v1/load shows. When Readable is false the engine's numbers are
+// unknown (never zero): receivers must not take the replica for idle.
+type LoadStatus struct {
+	// Readable reports whether the last scrape was read.
+	Readable bool `json:"readable"`
+	// Err says why the load is unreadable.
+	Err string `json:"err,omitempty"`
+	// Engine is the load read from the engine's metrics page; while not
+	// Readable it is the last readable scrape's (see ScrapedAt).
+	Engine engine.Load `json:"engine"`
+	// DataPath are the sidecar's own exact counts.
+	DataPath DataPathCounts `json:"data_path"`
+	// ScrapedAt is when the engine's numbers were read (zero before the
+	// first readable scrape).
+	ScrapedAt time.Time `json:"scraped_at"`
+}
+
+// Report returns the load report the sidecar announces over the gossip. A
+// report has no "unknown" flag: while the engine's page is unreadable the
+// data path's exact counts (a lower bound of the engine's work when all
+// traffic goes through the sidecar) stand in for the engine's, never zeros
+// from a failed scrape, and the KV usage keeps its last known value (Engine
+// holds the last readable scrape). The gossip carries at most
+// gossip.MaxOrigins origins, the largest first.
+func (s LoadStatus) Report() load.Report {
+	d := &s.DataPath
+	r := load.Report{
+		InFlight: max(d.InFlight, 0), Pending: max(d.Prefilling, 0), PrefillTokens: max(d.WaitingPrefillTokens, 0),
+		KVUsage: s.Engine.KVUsage,
+	}
+	if n := min(len(d.Origins), gossip.MaxOrigins); n > 0 {
+		r.Origins = make([]load.Share, n)
+		for i, o := range d.Origins[:n] {
+			r.Origins[i] = load.Share{Origin: o.Origin, InFlight: max(o.InFlight, 0), Pending: max(o.Prefilling, 0),
+				PrefillTokens: max(o.PrefillTokens, 0)}
+		}
+	}
+	if s.Readable {
+		r.Running, r.Waiting = max(int64(s.Engine.Running), 0), max(int64(s.Engine.Waiting), 0)
+	} else {
+		r.Running, r.Waiting = max(d.InFlight-d.Prefilling, 0), max(d.Prefilling, 0)
+	}
+	return r
+}
+
+// headerReport returns the load report for a response to origin: the data
+// path's counts over every origin, origin's share of them, and the engine's
+// numbers from the last scrape when it was readable (zero otherwise).
+func (p *proxy) headerReport(origin string) string {
+	total, own := p.counts.Origin(origin)
+	r := load.Report{InFlight: total.InFlight, Pending: total.Prefilling, PrefillTokens: max(total.WaitingPrefillTokens, 0)}
+	share := load.Share{Origin: origin, InFlight: own.InFlight, Pending: own.Prefilling, PrefillTokens: max(own.PrefillTokens, 0)}
+	if p.engineLoad != nil {
+		if running, waiting, kv, ok := p.engineLoad(); ok {
+			r.Running, r.Waiting, r.KVUsage = running, waiting, kv
+		}
+	}
+	return load.EncodeHeader(r, share)
+}
