@@ -103,7 +103,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 		Workers: cfg.Tokenize.Workers, MaxWait: cfg.Tokenize.MaxWait,
 		MaxQueue: cfg.Tokenize.MaxQueue, MaxSize: cfg.Tokenize.MaxSize,
 	}, reg)
-	b.proxy = proxy.New(cfg.Timeouts.Upstream)
+	b.proxy = proxy.New(cfg.Timeouts.Upstream, reg)
 	if b.cache, err = newResponseCache(cfg.ResponseCache, log, reg); err != nil {
 		return nil, err
 	}

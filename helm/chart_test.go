@@ -29,6 +29,7 @@ var valueSets = []struct {
 	{"ci/production-values.yaml", []string{"monitoring.coreos.com/v1"}},
 	{"ci/epp-values.yaml", []string{"cert-manager.io/v1", "inference.networking.k8s.io/v1", "gateway.networking.k8s.io/v1"}},
 	{"ci/minimal-values.yaml", nil},
+	{"ci/discovery-values.yaml", nil},
 }
 
 func TestChartLint(t *testing.T) {
@@ -268,6 +269,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 	for _, c := range []struct{ values, want string }{
 		{"webhook:\n  certificate: vault\n", `webhook.certificate must be auto, cert-manager or generated, got "vault"`},
 		{"epp:\n  enabled: true\n  inferencePool:\n    enabled: true\n", "epp.inferencePool.selector must name the labels"},
+		{"discovery:\n  dns:\n    - {group: a, port: 80, models: [m]}\n", "discovery.dns[0] must set one of names, service or selector, got [none]"},
 	} {
 		f := filepath.Join(t.TempDir(), "values.yaml")
 		if err := writeFile(f, c.values); err != nil {

@@ -102,6 +102,10 @@ fi
 git -C "$SRC" log -1 --format='llamacpp.sh: llama.cpp %H %cd' >&2
 
 start=$(date +%s)
+# No download beyond the npm tarball: llama.cpp's build otherwise fetches a
+# pre-built web UI (LLAMA_USE_PREBUILT_UI, tools/ui/CMakeLists.txt and
+# scripts/ui-assets.cmake upstream); without it the server is built without
+# the UI, which the test does not use.
 log "configuring (CPU only) in $BUILD"
 nice -n 19 cmake -S "$SRC" -B "$BUILD" \
 	-DCMAKE_BUILD_TYPE=Release \
@@ -110,6 +114,7 @@ nice -n 19 cmake -S "$SRC" -B "$BUILD" \
 	-DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_METAL=OFF \
 	-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 	-DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON \
+	-DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
 	-DBUILD_SHARED_LIBS=OFF >&2
 log "building llama-server with -j$JOBS at nice 19"
 nice -n 19 cmake --build "$BUILD" --config Release --target llama-server -j"$JOBS" >&2

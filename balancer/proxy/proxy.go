@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/inferrail/inferrail/internal/staleconn"
 )
 
@@ -55,12 +57,21 @@ type Proxy struct {
 	h1Retry http.RoundTripper
 }
 
-// New returns a proxy with its own connection pools.
-func New(cfg Config) *Proxy {
+// New returns a proxy with its own connection pools. Its metric,
+// inferrail_balancer_upstream_stale_conn_retries_total, is registered on reg
+// (nil: none).
+func New(cfg Config, reg prometheus.Registerer) *Proxy {
+	staleRetries := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "inferrail_balancer_upstream_stale_conn_retries_total",
+		Help: "Attempts sent again on a fresh connection because the kept-alive HTTP/1.1 connection to the replica closed before any response byte (an engine such as llama.cpp closed it while idle); not counted as failures.",
+	})
+	if reg != nil {
+		reg.MustRegister(staleRetries)
+	}
 	p := &Proxy{cfg: cfg, h1: newTransport(cfg, false), h2c: newTransport(cfg, true)}
 	fresh := newTransport(cfg, false)
 	fresh.DisableKeepAlives = true
-	p.h1Retry = &staleconn.Transport{Pooled: p.h1, Fresh: fresh}
+	p.h1Retry = &staleconn.Transport{Pooled: p.h1, Fresh: fresh, OnRetry: staleRetries.Inc}
 	return p
 }
 

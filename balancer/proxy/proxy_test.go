@@ -73,7 +73,7 @@ func TestBytesPassUnderAnyChunking(t *testing.T) {
 				w.(http.Flusher).Flush()
 			}
 		}))
-		p := New(DefaultConfig())
+		p := New(DefaultConfig(), nil)
 		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			resp, err := p.Send(r.Context(), Upstream{Base: mustURL(t, up.URL), H2C: h2c}, r, body, nil, nil)
@@ -125,7 +125,7 @@ func TestStreamFlushesEachWrite(t *testing.T) {
 			<-next
 		}
 	}))
-	p := New(DefaultConfig())
+	p := New(DefaultConfig(), nil)
 	defer p.Close()
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, err := p.Send(r.Context(), Upstream{Base: mustURL(t, up.URL), H2C: true}, r, nil, nil, nil)
@@ -170,7 +170,7 @@ func TestHopByHopHeadersRemoved(t *testing.T) {
 	in.Header.Set("Proxy-Authorization", "secret")
 	in.Header.Set("Authorization", "Bearer k")
 	in.RemoteAddr = "192.0.2.1:1234"
-	p := New(DefaultConfig())
+	p := New(DefaultConfig(), nil)
 	defer p.Close()
 	resp, err := p.Send(context.Background(), Upstream{Base: mustURL(t, up.URL+"/prefix")}, in, []byte("{}"), http.Header{"X-Request-Id": {"id1"}}, nil)
 	if err != nil {
@@ -203,7 +203,7 @@ func TestPathPrefixAndQuery(t *testing.T) {
 		path, query = r.URL.Path, r.URL.RawQuery
 	}))
 	defer up.Close()
-	p := New(DefaultConfig())
+	p := New(DefaultConfig(), nil)
 	defer p.Close()
 	in := httptest.NewRequest("POST", "/v1/completions?a=b", nil)
 	resp, err := p.Send(context.Background(), Upstream{Base: mustURL(t, up.URL+"/api/")}, in, nil, nil, nil)
@@ -220,7 +220,7 @@ func TestDialErrorAndRetryable(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
-	p := New(DefaultConfig())
+	p := New(DefaultConfig(), nil)
 	defer p.Close()
 	in := httptest.NewRequest("POST", "/v1/completions", nil)
 	for _, h2c := range []bool{false, true} {
@@ -267,7 +267,7 @@ func TestFirstByteTimeout(t *testing.T) {
 	defer close(release)
 	cfg := DefaultConfig()
 	cfg.FirstByteTimeout = 1 // as short as can be: the timer fires before any answer
-	p := New(cfg)
+	p := New(cfg, nil)
 	defer p.Close()
 	_, err := p.Send(context.Background(), Upstream{Base: mustURL(t, up.URL)}, httptest.NewRequest("GET", "/", nil), nil, nil, nil)
 	if !errors.Is(err, ErrFirstByteTimeout) {
@@ -281,7 +281,7 @@ func TestProbe(t *testing.T) {
 			w.WriteHeader(404)
 		}
 	}))
-	p := New(DefaultConfig())
+	p := New(DefaultConfig(), nil)
 	defer p.Close()
 	if err := p.Probe(context.Background(), Upstream{Base: mustURL(t, up.URL), H2C: true}, "/health"); err != nil {
 		t.Errorf("healthy: %v", err)
@@ -313,7 +313,7 @@ func TestProcessingReachesAccepted(t *testing.T) {
 				t.Cleanup(srv.Close)
 				base = srv.URL
 			}
-			p := New(DefaultConfig())
+			p := New(DefaultConfig(), nil)
 			defer p.Close()
 			accepted := make(chan struct{}, 2)
 			errc := make(chan error, 1)

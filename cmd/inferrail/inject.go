@@ -35,8 +35,8 @@ func injectOptionFlags(fs *flag.FlagSet) func() inject.Options {
 	fs.StringVar(&o.CPURequest, "cpu-request", d.CPURequest, `sidecar CPU request ("" for none)`)
 	fs.StringVar(&o.MemoryRequest, "memory-request", d.MemoryRequest, `sidecar memory request ("" for none)`)
 	fs.StringVar(&o.MemoryLimit, "memory-limit", d.MemoryLimit, `sidecar memory limit ("" for none)`)
-	fs.StringVar(&o.EngineContainer, "engine-container", "", "engine container name (default: the one container running vLLM or SGLang; annotation "+inject.AnnotationContainer+")")
-	fs.StringVar(&o.Engine, "engine", "", "engine kind vllm or sglang (default: from the command line; annotation "+inject.AnnotationEngine+")")
+	fs.StringVar(&o.EngineContainer, "engine-container", "", "engine container name (default: the one container running vLLM, SGLang or llama-server; annotation "+inject.AnnotationContainer+")")
+	fs.StringVar(&o.Engine, "engine", "", "engine kind vllm, sglang or llamacpp (default: from the command line; annotation "+inject.AnnotationEngine+")")
 	fs.IntVar(&o.EnginePort, "engine-port", 0, "engine API port (default: --port of the command line, else 8000 for vLLM, 30000 for SGLang; annotation "+inject.AnnotationPort+")")
 	fs.StringVar(&o.LogLevel, "sidecar-log-level", d.LogLevel, "sidecar log level")
 	return func() inject.Options {

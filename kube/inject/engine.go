@@ -13,30 +13,36 @@ import (
 
 // Engine kinds, as the sidecar's --engine flag spells them.
 const (
-	EngineVLLM   = "vllm"
-	EngineSGLang = "sglang"
+	EngineVLLM     = "vllm"
+	EngineSGLang   = "sglang"
+	EngineLlamaCpp = "llamacpp"
 )
+
+// engineKinds lists the engine kinds, for the messages that name them.
+const engineKinds = "vllm, sglang or llamacpp"
 
 // Default API ports of the engines when the command line sets no --port:
 // vLLM's `vllm serve` and its OpenAI api_server (vllm/entrypoints/openai/
 // cli_args.py, port 8000) and SGLang's launch_server (python/sglang/srt/
-// server_args.py, port 30000).
+// server_args.py, port 30000) and llama.cpp's llama-server (common/common.h,
+// port 8080).
 const (
-	DefaultVLLMPort   = 8000
-	DefaultSGLangPort = 30000
+	DefaultVLLMPort     = 8000
+	DefaultSGLangPort   = 30000
+	DefaultLlamaCppPort = 8080
 )
 
 // EngineInfo is what the engine container's command line says.
 type EngineInfo struct {
 	// Container is the engine container's name.
 	Container string
-	// Kind is EngineVLLM or EngineSGLang.
+	// Kind is EngineVLLM, EngineSGLang or EngineLlamaCpp.
 	Kind string
 	// Port is the engine's API port (also its /metrics port).
 	Port int
-	// Model is the served model name (--served-model-name, first of a list),
-	// or "" when the engine names it after the model path: the sidecar then
-	// asks GET /v1/models.
+	// Model is the served model name (--served-model-name, first of a list;
+	// llama-server's --alias), or "" when the engine names it after the
+	// model path: the sidecar then asks GET /v1/models.
 	Model string
 	// BlockSize is the KV block size (vLLM --block-size, SGLang --page-size),
 	// 0 when unset: the sidecar reads it from the engine.
@@ -47,13 +53,15 @@ type EngineInfo struct {
 	// endpoints as the sidecar in the same pod dials them, "" when the
 	// engine publishes none.
 	KVEvents, KVReplay string
-	// Metrics is false for an SGLang server without --enable-metrics, which
-	// serves no /metrics page.
+	// Metrics is false for an SGLang server without --enable-metrics and a
+	// llama-server without --metrics, which serve no /metrics page.
 	Metrics bool
 }
 
 // engineArgs returns the argv of c, with a shell wrapper (sh -c "...")
-// split on white space, and the engine kind it starts, "" when none.
+// split on white space, and the engine kind it starts, "" when none. A
+// llama.cpp server image without a command runs llama-server (its
+// entrypoint) with the container's args.
 func engineArgs(c *corev1.Container) ([]string, string) {
 	argv := append(append([]string{}, c.Command...), c.Args...)
 	var words []string
@@ -77,7 +85,12 @@ func engineArgs(c *corev1.Container) ([]string, string) {
 			return words[i+1:], EngineSGLang
 		case base == "sglang" && i+1 < len(words) && words[i+1] == "serve":
 			return words[i+2:], EngineSGLang
+		case base == "llama-server":
+			return words[i+1:], EngineLlamaCpp
 		}
+	}
+	if len(c.Command) == 0 && isLlamaCppServerImage(c.Image) {
+		return append([]string{}, c.Args...), EngineLlamaCpp
 	}
 	return nil, ""
 }
@@ -152,6 +165,9 @@ func lastFlag(args []string, names ...string) string {
 // readEngine reads the engine settings of container c, whose engine
 // arguments are args.
 func readEngine(c *corev1.Container, args []string, kind string) (EngineInfo, error) {
+	if kind == EngineLlamaCpp {
+		return readLlamaCpp(c, args)
+	}
 	e := EngineInfo{Container: c.Name, Kind: kind, Metrics: true, DataParallelSize: 1}
 	num := func(flag string, dst *int, names ...string) error {
 		if v := lastFlag(args, names...); v != "" {
@@ -234,7 +250,7 @@ func localEndpoint(ep string) (string, error) {
 
 // findEngine returns the pod's one engine container. name picks it
 // explicitly (annotation or option); otherwise exactly one container must
-// start vLLM or SGLang.
+// start vLLM, SGLang or llama-server.
 func findEngine(spec *corev1.PodSpec, name, kindOverride string) (EngineInfo, bool, error) {
 	var found []EngineInfo
 	for i := range spec.Containers {
@@ -251,7 +267,7 @@ func findEngine(spec *corev1.PodSpec, name, kindOverride string) (EngineInfo, bo
 		}
 		if kind == "" {
 			if name != "" {
-				return EngineInfo{}, false, fmt.Errorf("container %q runs neither vllm serve, vllm.entrypoints.openai.api_server nor sglang.launch_server; set %s to vllm or sglang", name, AnnotationEngine)
+				return EngineInfo{}, false, fmt.Errorf("container %q runs neither vllm serve, vllm.entrypoints.openai.api_server, sglang.launch_server nor llama-server; set %s to %s", name, AnnotationEngine, engineKinds)
 			}
 			continue
 		}

@@ -188,6 +188,20 @@ func TestEngineCommandLines(t *testing.T) {
 		{name: "kv events disabled", containers: "        - {name: e, image: x, args: [vllm, serve, m, --kv-events-config, '{\"enable_kv_cache_events\":false}']}\n", engine: "vllm", port: 8000},
 		{name: "annotations override", containers: "        - {name: side, image: img, args: [run]}\n        - {name: e, image: x, command: [/start.sh]}\n",
 			ann: []string{AnnotationContainer, "e", AnnotationEngine, "sglang", AnnotationPort, "7000", AnnotationModel, "mine"}, engine: "sglang", port: 7000, model: "mine"},
+		{name: "llama-server", containers: "        - name: e\n          image: x\n          command: [/usr/local/bin/llama-server]\n          args: [-m, /models/m.gguf, --metrics, --port, \"8000\", --alias, llama-8b, -c, \"32768\"]\n",
+			engine: "llamacpp", port: 8000, model: "llama-8b"},
+		{name: "llama.cpp server image, args only, default port", containers: "        - {name: e, image: \"ghcr.io/ggml-org/llama.cpp:server\", args: [-m, /models/m.gguf, --metrics]}\n",
+			engine: "llamacpp", port: 8080},
+		{name: "llama-server in a shell, aliases", containers: "        - name: e\n          image: x\n          command: [sh, -c]\n          args: [\"exec /app/llama-server -m /m.gguf --metrics --host 0.0.0.0 --port=9000 -a 'zeta, alpha'\"]\n",
+			engine: "llamacpp", port: 9000, model: "alpha"},
+		{name: "llama.cpp server image from its environment", containers: "        - name: e\n          image: \"ghcr.io/ggml-org/llama.cpp:server-cuda@sha256:0123\"\n          args: [-m, /models/m.gguf, --alias, beta]\n          env:\n            - {name: LLAMA_ARG_PORT, value: \"8001\"}\n            - {name: LLAMA_ARG_ENDPOINT_METRICS, value: \"on\"}\n            - {name: LLAMA_ARG_ALIAS, value: gamma}\n",
+			engine: "llamacpp", port: 8001, model: "beta"},
+		{name: "llama-server flag over its environment", containers: "        - name: e\n          image: x\n          args: [llama-server, --metrics, --port, \"8002\"]\n          env: [{name: LLAMA_ARG_PORT, value: \"8001\"}]\n",
+			engine: "llamacpp", port: 8002},
+		{name: "llama-server port from valueFrom and the annotation", containers: "        - name: e\n          image: x\n          args: [llama-server, --metrics]\n          env: [{name: LLAMA_ARG_PORT, valueFrom: {configMapKeyRef: {name: c, key: port}}}]\n",
+			ann: []string{AnnotationPort, "8003"}, engine: "llamacpp", port: 8003},
+		{name: "llamacpp by annotation", containers: "        - {name: e, image: x, command: [/start.sh, --metrics]}\n",
+			ann: []string{AnnotationEngine, "llamacpp"}, engine: "llamacpp", port: 8080},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,6 +241,12 @@ func TestInjectRefusesWithReasons(t *testing.T) {
 		{"engine on the sidecar port", deployment("        - {name: e, image: x, args: [vllm, serve, m, --port, \"9100\"]}\n"), "the engine's port 9100"},
 		{"bad port annotation", deployment("        - {name: e, image: x, args: [vllm, serve, m]}\n", AnnotationPort, "http"), AnnotationPort + ` must be a port in 1..65535, got "http"`},
 		{"named container missing", deployment("        - {name: e, image: x, args: [vllm, serve, m]}\n", AnnotationContainer, "nope"), `no container named "nope"`},
+		{"llama-server without metrics", deployment("        - {name: e, image: x, args: [llama-server, -m, m.gguf]}\n"), `container "e" runs llama-server without --metrics`},
+		{"llama-server metrics off in its environment", deployment("        - {name: e, image: \"ghcr.io/ggml-org/llama.cpp:server\", args: [-m, m.gguf], env: [{name: LLAMA_ARG_ENDPOINT_METRICS, value: \"0\"}]}\n"), "runs llama-server without --metrics"},
+		{"llama-server port from valueFrom", deployment("        - {name: e, image: x, args: [llama-server, --metrics], env: [{name: LLAMA_ARG_PORT, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}\n"), "takes its port from a valueFrom variable (LLAMA_ARG_PORT): set the annotation " + AnnotationPort},
+		{"llama-server bad port", deployment("        - {name: e, image: x, args: [llama-server, --metrics], env: [{name: LLAMA_ARG_PORT, value: http}]}\n"), `env LLAMA_ARG_PORT "http" is not a number in 1..65535`},
+		{"llama-server on a unix socket", deployment("        - {name: e, image: x, args: [llama-server, --metrics, --host, /run/llama.sock]}\n"), `listens on the UNIX socket "/run/llama.sock"`},
+		{"unknown engine annotation", deployment("        - {name: e, image: x, args: [vllm, serve, m]}\n", AnnotationEngine, "tgi"), AnnotationEngine + ` must be vllm, sglang or llamacpp, got "tgi"`},
 		{"non-tcp events", deployment("        - {name: e, image: x, args: [vllm, serve, m, --kv-events-config, '{\"enable_kv_cache_events\":true,\"endpoint\":\"ipc:///tmp/kv\"}']}\n"), "the sidecar reads events over TCP only"},
 	}
 	for _, tc := range cases {
@@ -332,6 +352,45 @@ spec:
 	}
 }
 
+// TestLlamaCppLookalikesAreSkipped: llama.cpp images that run other tools,
+// and server images told to run something else, are not engine pods.
+func TestLlamaCppLookalikesAreSkipped(t *testing.T) {
+	for _, c := range []string{
+		"        - {name: e, image: \"ghcr.io/ggml-org/llama.cpp:full\", args: [--run, -m, m.gguf]}\n",
+		"        - {name: e, image: \"ghcr.io/ggml-org/llama.cpp:light-cuda\", args: [-m, m.gguf]}\n",
+		"        - {name: e, image: \"ghcr.io/ggml-org/llama.cpp:server\", command: [sh, -c, \"sleep 1d\"]}\n",
+		"        - {name: e, image: \"example.com/llama.cpp-server:server\", args: [--metrics]}\n",
+		"        - {name: e, image: x, args: [llama-server-helper, --metrics]}\n",
+	} {
+		_, reports := mustInject(t, deployment(c), testOptions())
+		if len(reports) != 1 || reports[0].Decision.Action != Skip || reports[0].Decision.Reason != ReasonNoEngine {
+			t.Errorf("%s: reports %+v, want a skip (%s)", c, reports, ReasonNoEngine)
+		}
+	}
+}
+
+func TestIsLlamaCppServerImage(t *testing.T) {
+	for image, want := range map[string]bool{
+		"ghcr.io/ggml-org/llama.cpp:server":                 true,
+		"ghcr.io/ggml-org/llama.cpp:server-cuda":            true,
+		"ghcr.io/ggml-org/llama.cpp:server-vulkan@sha256:1": true,
+		"ghcr.io/ggerganov/llama.cpp:server":                true,
+		"local/llama.cpp:server-musa":                       true,
+		"llama.cpp:server":                                  true,
+		"registry:5000/llama.cpp:server":                    true,
+		"ghcr.io/ggml-org/llama.cpp:full":                   false,
+		"ghcr.io/ggml-org/llama.cpp":                        false,
+		"ghcr.io/ggml-org/llama.cpp@sha256:1":               false,
+		"ghcr.io/ggml-org/llama.cpp:servers":                false,
+		"ghcr.io/ggml-org/not-llama.cpp:server":             false,
+		"":                                                  false,
+	} {
+		if got := isLlamaCppServerImage(image); got != want {
+			t.Errorf("isLlamaCppServerImage(%q) = %v, want %v", image, got, want)
+		}
+	}
+}
+
 func TestInjectLeavesOtherYAMLAlone(t *testing.T) {
 	for _, in := range []string{"", "---\n", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n", "- just\n- a list\n", "hello\n"} {
 		out, reports, err := InjectYAML([]byte(in), testOptions())
@@ -351,7 +410,7 @@ func TestOptionsValidate(t *testing.T) {
 	o := testOptions()
 	o.Image, o.DataPort, o.AdminPort, o.Join, o.CPURequest, o.Engine = "", 9100, 9100, []string{"nohost"}, "lots", "tgi"
 	err := o.Validate()
-	for _, want := range []string{`--image must be an image reference, got ""`, "--admin-port must differ from --data-port", `--join must be host:port, got "nohost"`, `--cpu-request must be a Kubernetes quantity`, `--engine must be vllm or sglang, got "tgi"`} {
+	for _, want := range []string{`--image must be an image reference, got ""`, "--admin-port must differ from --data-port", `--join must be host:port, got "nohost"`, `--cpu-request must be a Kubernetes quantity`, `--engine must be vllm, sglang or llamacpp, got "tgi"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want %q", err, want)
 		}
@@ -367,6 +426,7 @@ func FuzzInject(f *testing.F) {
 	f.Add([]byte(deployment("        - {name: e, image: x, command: [sh, -c, \"vllm serve m --port '8001'\"]}\n")))
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems: [{apiVersion: v1, kind: Pod, spec: {containers: null}}]\n"))
 	f.Add([]byte("kind: Pod\napiVersion: v1\nspec: &a {containers: [*a]}\n"))
+	f.Add([]byte(deployment("        - {name: e, image: \"ghcr.io/ggml-org/llama.cpp:server\", args: [--metrics, -a, 'x,y'], env: [{name: LLAMA_ARG_PORT, value: \"8001\"}]}\n")))
 	o := testOptions()
 	f.Fuzz(func(t *testing.T, in []byte) {
 		out, _, err := InjectYAML(in, o)

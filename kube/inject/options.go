@@ -27,8 +27,8 @@ const (
 	// AnnotationContainer names the engine container when the command line
 	// does not make it plain.
 	AnnotationContainer = "inferrail.io/engine-container"
-	// AnnotationEngine sets the engine kind (vllm or sglang) of a container
-	// whose command line is not recognised (a wrapper script).
+	// AnnotationEngine sets the engine kind (vllm, sglang or llamacpp) of a
+	// container whose command line is not recognised (a wrapper script).
 	AnnotationEngine = "inferrail.io/engine"
 	// AnnotationPort sets the engine's API port.
 	AnnotationPort = "inferrail.io/engine-port"
@@ -156,8 +156,8 @@ func (o Options) Validate() error {
 			bad(q.flag, q.v, "must be a Kubernetes quantity (100m, 128Mi)")
 		}
 	}
-	if o.Engine != "" && o.Engine != EngineVLLM && o.Engine != EngineSGLang {
-		bad("engine", o.Engine, "must be vllm or sglang")
+	if o.Engine != "" && !validEngine(o.Engine) {
+		bad("engine", o.Engine, "must be "+engineKinds)
 	}
 	if o.EnginePort < 0 || o.EnginePort > 65535 {
 		bad("engine-port", o.EnginePort, "must be in 1..65535 (0: from the command line)")

@@ -24,7 +24,7 @@ const (
 const (
 	ReasonInjected = "already injected"
 	ReasonOptedOut = LabelInject + "=" + InjectDisabled
-	ReasonNoEngine = "no vLLM or SGLang container"
+	ReasonNoEngine = "no vLLM, SGLang or llama.cpp container"
 )
 
 // Decision is Plan's answer for one pod template.
@@ -69,8 +69,8 @@ func Plan(meta metav1.ObjectMeta, spec *corev1.PodSpec, o Options) (Decision, er
 		container = v
 	}
 	if v, ok := ann[AnnotationEngine]; ok {
-		if v != EngineVLLM && v != EngineSGLang {
-			errs = append(errs, fmt.Errorf("annotation %s must be vllm or sglang, got %q", AnnotationEngine, v))
+		if !validEngine(v) {
+			errs = append(errs, fmt.Errorf("annotation %s must be %s, got %q", AnnotationEngine, engineKinds, v))
 		}
 		kind = v
 	}
@@ -93,12 +93,18 @@ func Plan(meta metav1.ObjectMeta, spec *corev1.PodSpec, o Options) (Decision, er
 	}
 	if port > 0 {
 		e.Port = port
+	} else if e.Port == 0 {
+		errs = append(errs, fmt.Errorf("container %q takes its port from a valueFrom variable (%s): set the annotation %s", e.Container, llamaEnvPort, AnnotationPort))
 	}
 	if v := ann[AnnotationModel]; v != "" {
 		e.Model = v
 	}
 	if !e.Metrics {
-		errs = append(errs, fmt.Errorf("container %q runs SGLang without --enable-metrics: the sidecar reads the engine's load from /metrics", e.Container))
+		flag := "--enable-metrics"
+		if e.Kind == EngineLlamaCpp {
+			flag = "--metrics"
+		}
+		errs = append(errs, fmt.Errorf("container %q runs %s without %s: the sidecar reads the engine's load from /metrics", e.Container, engineName(e.Kind), flag))
 	}
 	c := sidecarContainer(o, e)
 	for _, p := range portConflicts(spec, &c, e) {
@@ -156,4 +162,20 @@ func (d Decision) String() string {
 		parts = append(parts, "no KV events (approximate block set)")
 	}
 	return "injected: " + strings.Join(parts, ", ")
+}
+
+// validEngine reports whether kind is an engine kind injection knows.
+func validEngine(kind string) bool {
+	return kind == EngineVLLM || kind == EngineSGLang || kind == EngineLlamaCpp
+}
+
+// engineName is how messages name an engine kind.
+func engineName(kind string) string {
+	switch kind {
+	case EngineSGLang:
+		return "SGLang"
+	case EngineLlamaCpp:
+		return "llama-server"
+	}
+	return "vLLM"
 }
