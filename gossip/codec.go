@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/inferrail/inferrail/internal/load"
@@ -195,7 +196,7 @@ func decodeAnnounce(from string, body []byte) (announce, error) {
 		if len(d.b) < 4 {
 			d.fail("truncated kv usage")
 		} else {
-			a.Load.KVUsage = float64(math.Float32frombits(binary.LittleEndian.Uint32(d.b)))
+			a.Load.KVUsage = widen(math.Float32frombits(binary.LittleEndian.Uint32(d.b)))
 			d.b = d.b[4:]
 		}
 	}
@@ -225,3 +226,14 @@ func decodeAnnounce(from string, body []byte) (announce, error) {
 
 // sentTime converts Unix nanoseconds to a time.
 func sentTime(ns int64) time.Time { return time.Unix(0, ns) }
+
+// widen returns the float64 whose shortest decimal is f's: the usage goes
+// over the wire as a float32, and float64(f) would show 0.3 as
+// 0.30000001192092896 in /v1/gossip/state.
+func widen(f float32) float64 {
+	v, err := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+	if err != nil { // NaN and infinities format as themselves and parse back
+		return float64(f)
+	}
+	return v
+}

@@ -133,7 +133,7 @@ func TestAnnounceRoundTripProperty(t *testing.T) {
 	for i := range 1000 {
 		want := announce{From: "sidecar-" + string(rune('a'+r.IntN(26))), SentAt: r.Int64(),
 			Load: load.Report{Running: int64(r.Uint32()), Waiting: int64(r.Uint32()), InFlight: int64(r.Uint32()),
-				KVUsage: float64(r.Float32()), PrefillTokens: r.Int64(), Pending: int64(r.Uint32())},
+				KVUsage: widen(r.Float32()), PrefillTokens: r.Int64(), Pending: int64(r.Uint32())},
 			Epoch: r.Uint64(), Seq: r.Uint64()}
 		for j := range r.IntN(MaxOrigins + 1) {
 			want.Load.Origins = append(want.Load.Origins, load.Share{Origin: "balancer-" + string(rune('a'+j)),
@@ -153,6 +153,26 @@ func TestAnnounceRoundTripProperty(t *testing.T) {
 		}
 		if limit := 80 + len(want.Load.Origins)*45; len(b) > limit {
 			t.Fatalf("announcement with %d origins is %d bytes, over %d", len(want.Load.Origins), len(b), limit)
+		}
+	}
+}
+
+// The KV usage crosses the wire as a float32 and comes back as the float64
+// of its shortest decimal, so 0.3 reads 0.3 in /v1/gossip/state, not
+// 0.30000001192092896.
+func TestAnnounceKVUsageDecimal(t *testing.T) {
+	for _, u := range []float64{0, 0.3, 0.875, 1, 0.1234567} {
+		a := announce{From: "s", Load: load.Report{KVUsage: u}}
+		h, body, err := decodeHeader(a.marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeAnnounce(h.from, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Load.KVUsage != u {
+			t.Errorf("KV usage %v came back as %v", u, got.Load.KVUsage)
 		}
 	}
 }
