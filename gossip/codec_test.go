@@ -162,19 +162,25 @@ func TestAnnounceRoundTripProperty(t *testing.T) {
 // 0.30000001192092896.
 func TestAnnounceKVUsageDecimal(t *testing.T) {
 	for _, u := range []float64{0, 0.3, 0.875, 1, 0.1234567} {
-		a := announce{From: "s", Load: load.Report{KVUsage: u}}
-		h, body, err := decodeHeader(a.marshal())
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := decodeAnnounce(h.from, body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := announceRoundTrip(t, announce{From: "s", Load: load.Report{KVUsage: u}})
 		if got.Load.KVUsage != u {
 			t.Errorf("KV usage %v came back as %v", u, got.Load.KVUsage)
 		}
 	}
+}
+
+// announceRoundTrip encodes a and decodes it as a node receives it.
+func announceRoundTrip(t *testing.T, a announce) announce {
+	t.Helper()
+	h, body, err := decodeHeader(a.marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeAnnounce(h.from, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // An announcement from a sender that predates Pending and Origins (it ends

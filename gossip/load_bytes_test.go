@@ -38,15 +38,7 @@ func TestAnnounceBytes(t *testing.T) {
 // Counts outside the wire's range are clamped, not wrapped: a negative count
 // is 0 and one over uint32 is its maximum.
 func TestAnnounceClampsCounts(t *testing.T) {
-	a := announce{From: "s", Load: load.Report{Running: -1, Waiting: 1 << 40, PrefillTokens: -5}}
-	h, body, err := decodeHeader(a.marshal())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := decodeAnnounce(h.from, body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := announceRoundTrip(t, announce{From: "s", Load: load.Report{Running: -1, Waiting: 1 << 40, PrefillTokens: -5}})
 	if got.Load.Running != 0 || got.Load.Waiting != 1<<32-1 || got.Load.PrefillTokens != 0 {
 		t.Errorf("decoded %+v, want running 0, waiting %d, prefill tokens 0", got.Load, uint32(1<<32-1))
 	}
