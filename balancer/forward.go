@@ -232,6 +232,15 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 					return
 				}
 			}
+			if attempt > 0 && last == nil && errors.Is(lastErr, fleet.ErrReplicaDown) {
+				// Every replica is out right now, and this request's
+				// attempt was cut only because the balancer took its
+				// replica out while it waited (a failure detector's false
+				// alarm on a starved machine takes them all out at once,
+				// and they are back within seconds): wait for one within
+				// timeouts.route rather than fail the request.
+				continue
+			}
 			break
 		}
 		rep := set.Replicas[idx]
