@@ -174,6 +174,9 @@ func (c *AnswerCheck) checkEvents(p []byte) (int, error) {
 		default:
 			// A byte that no field name continues with fails at once, so
 			// that a garbage line is cut at its first byte.
+			if c.n == len(c.name) { // past "retry", the longest name
+				return c.malformed(i, fmt.Sprintf("an unknown field %q…", c.name[:c.n]))
+			}
 			c.name[c.n] = b
 			if !fieldPrefix(c.name[:c.n+1]) {
 				return c.malformed(i, fmt.Sprintf("an unknown field %q…", c.name[:c.n+1]))

@@ -56,6 +56,7 @@ func TestAnswerCheck(t *testing.T) {
 		{"stream unknown field", "text/event-stream", "data: x\n\nfoo: y\n", 9, false},
 		{"stream long name", "text/event-stream", "data: x\n\ngarbage garbage\n", 9, false},
 		{"stream name too long", "text/event-stream", "data: x\n\ndataa: y\n", 9, false},
+		{"stream name past retry", "text/event-stream", "data: x\n\nretryy: 1\n", 9, false},
 		{"stream turns garbage", "text/event-stream", "data: {\"a\":1}\n\n{\"x\":", 15, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
