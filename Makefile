@@ -9,7 +9,7 @@ BIN       := bin/inferrail
 PKGS      := ./...
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: all build test check fmt vet staticcheck race demo fixtures bench bench-go fuzz fuzz-long stress soak reliability image ui-screenshots e2e-llamacpp clean
+.PHONY: all build test check fmt vet staticcheck race demo fixtures bench bench-go fuzz fuzz-long stress soak reliability flakes test-loaded image ui-screenshots e2e-llamacpp clean
 
 all: build
 
@@ -103,6 +103,17 @@ stress:
 SOAK_REQUESTS ?= 1000000
 soak:
 	INFERRAIL_STRESS_RESULTS=$(STRESS_RESULTS) INFERRAIL_SOAK_REQUESTS=$(SOAK_REQUESTS) $(GO) test -tags stress -count=1 -timeout 6h -run '^TestSoak$$' -v ./test/e2e/
+
+# The tests that flaked on a loaded machine, FLAKE_COUNT times each while
+# stress-ng saturates both cores (scripts/under-load.sh installs it), and
+# make test under the same load (docs/reliability.md, "Under load").
+FLAKE_COUNT ?= 30
+flakes:
+	scripts/under-load.sh $(GO) test -count=$(FLAKE_COUNT) -run '^TestLeaveIsGraceful$$' ./gossip/
+	scripts/under-load.sh $(GO) test -count=$(FLAKE_COUNT) -timeout 90m -run '^TestBalancerE2E$$/^PrefixAffinityAccuracyAndWarmThroughB$$' ./test/e2e/
+
+test-loaded:
+	scripts/under-load.sh $(MAKE) test
 
 # docs/reliability.md's table from the stress and soak results.
 reliability:

@@ -233,6 +233,15 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 					return
 				}
 			}
+			if attempt > 0 && last == nil && errors.Is(lastErr, fleet.ErrReplicaDown) {
+				// Every replica is out right now, and this request's
+				// attempt was cut only because the balancer took its
+				// replica out while it waited (a failure detector's false
+				// alarm on a starved machine takes them all out at once,
+				// and they are back within seconds): wait for one within
+				// timeouts.route rather than fail the request.
+				continue
+			}
 			break
 		}
 		rep := set.Replicas[idx]
@@ -270,6 +279,10 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 		rq.outcome = outcomeUpstream5xx
 		_, _ = proxy.Stream(w, last, http.Header{HeaderRequestID: {rq.id}, HeaderReplica: last.Header[HeaderReplica]})
 		last = nil
+	case lastErr != nil && (errors.Is(lastErr, openai.ErrMalformedAnswer) || errors.Is(lastErr, proxy.ErrBodyEnded)):
+		rq.outcome = outcomeUnreachable
+		b.log.Warn("no replica answered in the OpenAI format", "model", m.cfg.Name, "request_id", rq.id, "attempts", attempt, "err", lastErr)
+		openai.StatusError(http.StatusBadGateway, "no replica sent a well-formed answer").Write(w)
 	case lastErr != nil && errors.Is(lastErr, errRouteDeadline):
 		rq.outcome = outcomeUnreachable
 		openai.StatusError(http.StatusGatewayTimeout, "no replica answered in time").Write(w)
@@ -354,8 +367,26 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		resp.Header.Set(HeaderReplica, rep.ID)
 		return false, "status_" + strconv.Itoa(resp.StatusCode), resp, nil
 	}
+	if resp.StatusCode/100 == 2 {
+		// An answer that is not what an OpenAI-compatible engine sends
+		// (garbage under a 200) fails here, before its first byte
+		// reaches the client: it counts like a 5xx and moves on.
+		if perr := proxy.Peek(resp, openai.NewAnswerCheck(resp.Header)); perr != nil {
+			resp.Body.Close()
+			ls.release()
+			if r.Context().Err() != nil {
+				rq.outcome = outcomeClientGone
+				return true, "", nil, nil
+			}
+			b.fleet.ReportFailure(rep)
+			b.log.Debug("answer failed before its first byte", "replica", rep.ID, "request_id", rq.id, "err", perr)
+			if errors.Is(perr, openai.ErrMalformedAnswer) || errors.Is(perr, proxy.ErrBodyEnded) {
+				return false, "malformed", nil, perr
+			}
+			return false, "upstream_error", nil, perr
+		}
+	}
 	defer ls.release()
-	b.fleet.ReportSuccess(rep)
 	prefilled := func() {
 		ls.prefill()
 		now := b.now()
@@ -389,16 +420,24 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	default:
 		rq.outcome = outcomeOK
 	}
-	if _, err := proxy.Stream(w, resp, extra); err != nil {
-		if errors.Is(err, proxy.ErrClientGone) || r.Context().Err() != nil {
-			rq.outcome = outcomeClientGone
-		} else {
-			rq.outcome = outcomeBroken
-			b.log.Warn("stream broke after its first byte", "replica", rep.ID, "request_id", rq.id, "err", err)
-			// Abort the client's response so it sees the failure.
-			endBrokenAttempt(r)
-			panic(http.ErrAbortHandler)
-		}
+	// A success is an answer that went through whole: one that breaks or
+	// turns malformed on the way counts as a failure, so the count of
+	// failures in a row is reset only by whole answers.
+	_, err = proxy.Stream(w, resp, extra)
+	switch {
+	case err == nil:
+		b.fleet.ReportSuccess(rep)
+	case errors.Is(err, proxy.ErrClientGone) || r.Context().Err() != nil:
+		rq.outcome = outcomeClientGone
+	default:
+		// Broken or turned malformed after its first byte: the client's
+		// answer cannot be replayed, but the replica's failure counts.
+		rq.outcome = outcomeBroken
+		b.fleet.ReportFailure(rep)
+		b.log.Warn("stream broke after its first byte", "replica", rep.ID, "request_id", rq.id, "err", err)
+		// Abort the client's response so it sees the failure.
+		endBrokenAttempt(r)
+		panic(http.ErrAbortHandler)
 	}
 	return true, "", nil, nil
 }

@@ -3,6 +3,7 @@ package balancer
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -195,30 +196,48 @@ func TestFullFleetGets503RetryAfter(t *testing.T) {
 	}
 }
 
+// TestClientDisconnectCancelsUpstream: a client that goes away aborts its
+// upstream request, whether its stream had begun or the balancer was still
+// waiting for the first event after the upstream's headers (Peek).
 func TestClientDisconnectCancelsUpstream(t *testing.T) {
-	gone := make(chan struct{})
-	started := make(chan struct{})
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(200)
-		w.(http.Flusher).Flush()
-		close(started)
-		<-r.Context().Done()
-		close(gone)
-	})
-	b, srv := newTestBalancer(t, testConfig(up.srv.URL))
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/completions", strings.NewReader(`{"model":"m","prompt":"x","stream":true}`))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	for _, firstEvent := range []bool{true, false} {
+		t.Run(fmt.Sprintf("first event %v", firstEvent), func(t *testing.T) {
+			gone := make(chan struct{})
+			started := make(chan struct{})
+			up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(200)
+				if firstEvent {
+					_, _ = io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n")
+				}
+				w.(http.Flusher).Flush()
+				close(started)
+				<-r.Context().Done()
+				close(gone)
+			})
+			b, srv := newTestBalancer(t, testConfig(up.srv.URL))
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/completions", strings.NewReader(`{"model":"m","prompt":"x","stream":true}`))
+			answered := make(chan error, 1)
+			go func() {
+				resp, err := http.DefaultClient.Do(req)
+				if err == nil {
+					resp.Body.Close()
+				}
+				answered <- err
+			}()
+			<-started
+			if firstEvent {
+				if err := <-answered; err != nil { // the headers came with the first event
+					t.Fatal(err)
+				}
+			}
+			cancel()
+			<-gone // the upstream saw the cancellation; a hang here fails the test by timeout
+			rep := b.fleet.Snapshot().Replicas[0]
+			waitFor(t, func() bool { return rep.Counters.InFlight.Load() == 0 })
+		})
 	}
-	<-started
-	cancel()
-	resp.Body.Close()
-	<-gone // the upstream saw the cancellation; a hang here fails the test by timeout
-	rep := b.fleet.Snapshot().Replicas[0]
-	waitFor(t, func() bool { return rep.Counters.InFlight.Load() == 0 })
 }
 
 func TestModelsList(t *testing.T) {

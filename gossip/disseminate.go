@@ -200,6 +200,9 @@ func (n *Node) handle(b []byte, now time.Time) {
 	n.m.messages.WithLabelValues("in", t).Inc()
 	n.m.messageBytes.WithLabelValues("in", t).Add(float64(len(b)))
 	m := n.peers.alive(h.from)
+	if m == nil && h.typ == msgLeave && n.peers.leftLate(h.from, now) {
+		return
+	}
 	if m == nil || m.Self {
 		n.reject("unknown_sender", h.from, nil)
 		return

@@ -23,7 +23,8 @@ type HealthConfig struct {
 	UnhealthyThreshold int `yaml:"unhealthy_threshold"`
 	HealthyThreshold   int `yaml:"healthy_threshold"`
 	// FailureThreshold consecutive failed requests (connect errors,
-	// 502/503/504, first-byte timeouts) eject a replica (0 disables).
+	// 502/503/504, first-byte timeouts, malformed or broken answers) eject
+	// a replica (0 disables).
 	FailureThreshold int `yaml:"failure_threshold"`
 	// BaseEjection is the first ejection's length; each further ejection
 	// without a success in between doubles it, up to MaxEjection.
@@ -105,7 +106,7 @@ type Prober interface {
 	Probe(ctx context.Context, r *Replica, path string) error
 }
 
-// ReportSuccess records a request that got a response from r.
+// ReportSuccess records a request that got a whole response from r.
 func (f *Fleet) ReportSuccess(r *Replica) {
 	if r.health.failures.Load() != 0 {
 		r.health.failures.Store(0)
@@ -116,9 +117,9 @@ func (f *Fleet) ReportSuccess(r *Replica) {
 }
 
 // ReportFailure records a failed request to r (connect error, 502/503/504,
-// first-byte timeout) and ejects r after FailureThreshold in a row, unless
-// that would take out more than MaxEjectedShare of a model's replicas. It
-// reports whether r was ejected.
+// first-byte timeout, a malformed or broken answer) and ejects r after
+// FailureThreshold in a row, unless that would take out more than
+// MaxEjectedShare of a model's replicas. It reports whether r was ejected.
 func (f *Fleet) ReportFailure(r *Replica) bool {
 	cfg := f.cfg.Health
 	n := r.health.failures.Add(1)

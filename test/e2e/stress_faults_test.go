@@ -80,9 +80,11 @@ func TestStressFlappingEngine(t *testing.T) {
 }
 
 // TestStressGarbageEngine: one of three engines answers 200 with a body that
-// is neither JSON nor an event stream for 10 s. The router does not read
-// answer bodies, so the clients routed there get the garbage; every other
-// request succeeds, and every node keeps running and stays healthy.
+// is neither JSON nor an event stream (the simulator's garbage fault: a body
+// starting "\x00\xff" under application/json) for 10 s. The balancer checks
+// an answer's first bytes before any goes to the client: the garbage never
+// reaches a client, every request moves to another replica and succeeds, and
+// the garbage replica is ejected as after 5xx answers (failure_threshold 3).
 func TestStressGarbageEngine(t *testing.T) {
 	bin := scBuild(t)
 	f := btStartFleet(t, bin, 3, 4000, []string{"bal-g"}, "--zero-latency")
@@ -92,6 +94,12 @@ func TestStressGarbageEngine(t *testing.T) {
 	at := time.Now()
 	stFault(t, f.sims[0], `{"kind":"garbage","duration":"10s","path":"/v1/"}`)
 	end := at.Add(10 * time.Second)
+	out := stSince(t, "replica-0 ejected", func() error {
+		if n := btMetric(t, bal, "inferrail_balancer_ejections_total", `replica="replica-0"`); n < 1 {
+			return fmt.Errorf("%v ejections", n)
+		}
+		return nil
+	})
 	scWait(t, "the garbage fault to end", func() error {
 		if time.Now().Before(end) {
 			return fmt.Errorf("%v left", time.Until(end))
@@ -101,14 +109,16 @@ func TestStressGarbageEngine(t *testing.T) {
 	load.waitDone(t, 500)
 	load.stop()
 	during := stCount(load.done(), func(o stOutcome) bool { return o.start.After(at) && o.end.Before(end) })
+	all := stCount(load.done(), nil)
 	garbage, other := 0, 0
 	for _, o := range load.done() {
-		if o.start.After(at) && o.end.Before(end) && o.err != nil {
-			if o.begun && o.replica == "replica-0" {
-				garbage++
-			} else {
-				other++
-			}
+		if o.err == nil {
+			continue
+		}
+		if o.begun && o.replica == "replica-0" {
+			garbage++
+		} else {
+			other++
 		}
 	}
 	for _, p := range []*scProc{f.sims[0].proc, f.sidecars[0].proc, bal.proc} {
@@ -118,16 +128,18 @@ func TestStressGarbageEngine(t *testing.T) {
 		default:
 		}
 	}
-	healthy := bal.replicasHealthy(3) == nil
+	ejections := btMetric(t, bal, "inferrail_balancer_ejections_total", `replica="replica-0"`)
+	moved := btMetric(t, bal, "inferrail_balancer_retries_total", `reason="malformed"`)
+	n := during.ok + during.lostBeforeBegin + during.brokeAfterBegin
 	stRecord(t, stRow{Row: "06-garbage", Fault: "1 of 3 engines answers 200 with garbage (not JSON, not SSE) for 10 s",
-		Result: fmt.Sprintf("%d of %d answers were its garbage, passed through as they came (bodies are not validated); %d other requests failed; every node kept running (all replicas healthy: %v)",
-			garbage, during.ok+during.lostBeforeBegin+during.brokeAfterBegin, other, healthy),
-		Figures: map[string]any{"requests": during.ok + during.lostBeforeBegin + during.brokeAfterBegin, "garbage": garbage,
-			"other_failed": other, "all_healthy": healthy}})
-	if other > 0 {
-		t.Errorf("%d requests not routed to the garbage engine failed: %v", other, during.errs)
+		Result: fmt.Sprintf("0 garbage answers may reach a client: %d did, of %d requests during the fault (%d failed otherwise, %d in the whole run); ejected %d ms after the fault began, %.0f times in all; %.0f answers moved on as malformed before their first byte",
+			garbage, n, other, all.lostBeforeBegin+all.brokeAfterBegin, ms(out), ejections, moved),
+		Figures: map[string]any{"requests": n, "garbage": garbage, "other_failed": other, "ejected_ms": ms(out),
+			"ejections": ejections, "malformed_retries": moved}})
+	if garbage > 0 || other > 0 {
+		t.Errorf("%d garbage answers reached clients and %d other requests failed: %v", garbage, other, all.errs)
 	}
-	if !healthy {
-		t.Error("not every replica is healthy after the garbage fault")
+	if moved == 0 {
+		t.Error("no answer was retried as malformed: the garbage replica got no requests")
 	}
 }
