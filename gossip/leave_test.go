@@ -26,13 +26,13 @@ func TestLeaveAfterDeadNotice(t *testing.T) {
 	if !f.leftLate("early", now.Add(time.Second)) {
 		t.Fatal("a leave 1 s after the dead notice was not applied")
 	}
-	if m := f.Snapshot().Member("early"); m == nil || m.Status != StatusLeft {
+	if m := f.View().Member("early"); m == nil || m.Status != StatusLeft {
 		t.Fatalf("early: %+v, want left", m)
 	}
 	if f.leftLate("late", now.Add(leaveGrace)) {
 		t.Fatal("a leave past the grace rewrote a failure")
 	}
-	if m := f.Snapshot().Member("late"); m == nil || m.Status != StatusDead {
+	if m := f.View().Member("late"); m == nil || m.Status != StatusDead {
 		t.Fatalf("late: %+v, want dead", m)
 	}
 	if f.leftLate("nobody", now) {
