@@ -164,7 +164,7 @@ func TestCostModelChoices(t *testing.T) {
 			name: "warm replica with KV room to spare",
 			edit: func(cs []Candidate) {
 				withCapacity(cs, 4096)
-				cs[2].Load.KVUsage = 0.98 // 1,310 tokens free
+				cs[2].Load.KVUsage = 0.97 // 1,966 tokens free: the 448 uncached, 256 of its output and 256 for each of 4 running
 			},
 			want:       2,
 			wantReason: ReasonLowestTTFT,
@@ -477,9 +477,9 @@ func TestCostModelCorrectionIsRelative(t *testing.T) {
 
 // kvShort counts the KV blocks in use, the prefill still queued, the
 // request's own uncached tokens and the reserve for the output still to be
-// written (expected_output_tokens E: E per pending request, E/2 per decoding
-// one, min(max_tokens, E) for the request) against the capacity, in the
-// replica's block size.
+// written (expected_output_tokens E: E per request in flight there, pending
+// or decoding, and min(max_tokens, E) for the request) against the capacity,
+// in the replica's block size.
 func TestKVShort(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Cost.ExpectedOutputTokens = 200
@@ -499,8 +499,8 @@ func TestKVShort(t *testing.T) {
 		{"max_tokens above E does not raise it", Work{}, 15801, 5000, true},
 		{"queued prefill counts", Work{InFlight: 1, Pending: 1, PrefillTokens: 8000}, 7600, 0, false},
 		{"queued prefill and its output count", Work{InFlight: 1, Pending: 1, PrefillTokens: 8000}, 7601, 0, true},
-		{"each decode keeps E/2", Work{InFlight: 10}, 14800, 0, false},
-		{"each decode keeps E/2, full", Work{InFlight: 10}, 14801, 0, true},
+		{"each decode keeps E", Work{InFlight: 10}, 13800, 0, false},
+		{"each decode keeps E, full", Work{InFlight: 10}, 13801, 0, true},
 	} {
 		if got := b.kvShort(&c, tc.w, t0, tc.need, tc.out, 16); got != tc.want {
 			t.Errorf("%s: kvShort(%+v, need %d, out %d) = %v, want %v", tc.name, tc.w, tc.need, tc.out, got, tc.want)
