@@ -8,7 +8,9 @@ import (
 	"github.com/inferrail/inferrail/bench"
 )
 
-// HeadlineFile is the generated headline snippet, for the root README.
+// HeadlineFile is the generated headline snippet, with links relative to the
+// report's directory it sits in; the root README gets the same snippet with
+// links from the root (SpliceReadme).
 const HeadlineFile = "headline.md"
 
 // capacityOfSet returns the measured capacity the part's results record

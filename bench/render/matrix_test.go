@@ -282,7 +282,7 @@ func TestWriteTreeParts(t *testing.T) {
 			t.Errorf("index lacks %q:\n%s", want, idx)
 		}
 	}
-	if !strings.Contains(head, "[mooncake-h100](bench/report/mooncake-h100/report.md)") || !strings.Contains(head, "Matrix goals: PASS, MISS,") {
+	if !strings.Contains(head, "[mooncake-h100](mooncake-h100/report.md)") || !strings.Contains(head, "Matrix goals: PASS, MISS,") {
 		t.Errorf("headline snippet:\n%s", head)
 	}
 	rep := read("mooncake-h100/report.md")

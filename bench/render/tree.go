@@ -91,7 +91,7 @@ func WriteTree(dir string, sets []Set, reproduce string) error {
 	if err := os.WriteFile(filepath.Join(dir, IndexFile), []byte(index(sets, earlier, reproduce)), 0o644); err != nil {
 		return fmt.Errorf("write index: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, HeadlineFile), []byte(HeadlineSnippet(sets, "bench/report/")), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, HeadlineFile), []byte(HeadlineSnippet(sets, "")), 0o644); err != nil {
 		return fmt.Errorf("write headline: %w", err)
 	}
 	return nil
