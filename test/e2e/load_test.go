@@ -71,10 +71,38 @@ func TestLoadAccounting(t *testing.T) {
 
 	t.Run("stream", func(t *testing.T) {
 		body := fmt.Sprintf(`{"model":"e2e-model","prompt":%q,"max_tokens":300,"ignore_eos":true,"stream":true}`, prompt+" stream")
-		resp, err := http.Post(bal.url+"/v1/completions", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
+		// The balancer answers a stream's headers with its first event
+		// (it checks the answer's first bytes, docs/balancer.md), so the
+		// prefill is read while the client still waits for them.
+		type answer struct {
+			resp *http.Response
+			err  error
 		}
+		got := make(chan answer, 1)
+		go func() {
+			resp, err := http.Post(bal.url+"/v1/completions", "application/json", strings.NewReader(body))
+			got <- answer{resp, err}
+		}()
+		var eng ltEngine
+		scWait(t, "the engine prefilling the request", func() error {
+			if eng = ltSim(t, sim); eng.BeforeFirstToken != 1 {
+				return fmt.Errorf("engine state %+v, want the request before its first token", eng)
+			}
+			return nil
+		})
+		// The prefill (about a second) is not over.
+		dp, b := ltSidecar(t, sc), ltBal(t, bal)
+		if eng := ltSim(t, sim); eng.BeforeFirstToken != 1 {
+			t.Fatalf("the prefill ended before the counts were read: %+v", eng)
+		}
+		if dp.InFlight != 1 || dp.Prefilling != 1 || dp.WaitingPrefillTokens != eng.BeforeFirstTokenPromptTokens {
+			t.Errorf("sidecar during the prefill: %+v, want 1 prefilling with the engine's %d prompt tokens", dp, eng.BeforeFirstTokenPromptTokens)
+		}
+		a := <-got
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		resp := a.resp
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("status %s", resp.Status)
@@ -82,19 +110,10 @@ func TestLoadAccounting(t *testing.T) {
 		if v := resp.Header.Get("Endpoint-Load-Metrics"); v != "" {
 			t.Errorf("the client sees the sidecar's load report %q", v)
 		}
-		// Headers are here; the prefill (about a second) is not over.
-		eng := ltSim(t, sim)
-		if eng.BeforeFirstToken != 1 {
-			t.Fatalf("engine state after the headers: %+v, want the request before its first token", eng)
-		}
-		dp := ltSidecar(t, sc)
-		if dp.InFlight != 1 || dp.Prefilling != 1 || dp.WaitingPrefillTokens != eng.BeforeFirstTokenPromptTokens {
-			t.Errorf("sidecar after the headers: %+v, want 1 prefilling with the engine's %d prompt tokens", dp, eng.BeforeFirstTokenPromptTokens)
-		}
-		// The balancer counts the tokens it predicted uncached.
+		// The balancer counted the tokens it predicted uncached.
 		predicted, _ := strconv.Atoi(resp.Header.Get("X-Inferrail-Cached-Tokens"))
-		if b := ltBal(t, bal); b.inFlight != 1 || b.pending != 1 || int(b.tokens) != eng.BeforeFirstTokenPromptTokens-predicted {
-			t.Errorf("balancer after the headers: %+v, want 1 pending with %d-%d tokens", b, eng.BeforeFirstTokenPromptTokens, predicted)
+		if b.inFlight != 1 || b.pending != 1 || int(b.tokens) != eng.BeforeFirstTokenPromptTokens-predicted {
+			t.Errorf("balancer during the prefill: %+v, want 1 pending with %d-%d tokens", b, eng.BeforeFirstTokenPromptTokens, predicted)
 		}
 		// Read up to the first content token.
 		br := bufio.NewReader(resp.Body)
