@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/gossip"
+	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/tracing"
 	"github.com/inferrail/inferrail/sidecar/engine/zmqsub"
 )
@@ -111,7 +112,8 @@ type ProxyConfig struct {
 
 // SummaryConfig sizes and refreshes the bloom summary.
 type SummaryConfig struct {
-	// FalsePositiveRate is the target rate of each filter (0.01).
+	// FalsePositiveRate is the target rate of each filter (0.001, the
+	// summary package's default: docs/routing.md#false-matches-across-a-fleet).
 	FalsePositiveRate float64 `yaml:"false_positive_rate"`
 	// Capacity is the number of blocks a filter is sized for; 0 takes the
 	// engine's num_gpu_blocks from cache_config_info.
@@ -164,7 +166,7 @@ func DefaultConfig() Config {
 			MaxInspectBytes:     8 << 20,
 		},
 		Summary: SummaryConfig{
-			FalsePositiveRate:      0.01,
+			FalsePositiveRate:      summary.DefaultConfig().FalsePositiveRate,
 			RebuildPeriod:          5 * time.Minute,
 			RebuildRemovedFraction: 0.25,
 		},

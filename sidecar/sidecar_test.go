@@ -226,7 +226,7 @@ func TestAdminEndpoints(t *testing.T) {
 	}
 	ids := simtok.Encode("the quick brown fox jumps over", true)
 	want := kvblock.Hashes(nil, kvblock.NewSeed("m", "", ""), ids, 4)
-	if !sum.Built || sum.Source != sourceApprox || sum.Capacity != 800 || sum.Blocks["gpu"] != len(want) || sum.FalsePositiveRate != 0.01 || sum.Bytes == 0 {
+	if !sum.Built || sum.Source != sourceApprox || sum.Capacity != 800 || sum.Blocks["gpu"] != len(want) || sum.FalsePositiveRate != 0.001 || sum.Bytes == 0 {
 		t.Errorf("summary %+v, want built approx summary of %d blocks, capacity 800", sum, len(want))
 	}
 	code, body = get("/debug/blocks")

@@ -17,7 +17,11 @@ type Config struct {
 	// (default 32768, a little more than vLLM's block count on one H100). A
 	// rebuild sizes the filter for max(Capacity, 1.25×blocks held).
 	Capacity uint
-	// FalsePositiveRate is the target false-positive rate (default 0.01).
+	// FalsePositiveRate is the target false-positive rate (default 0.001).
+	// Every prompt is tested against every replica's filter, so a block no
+	// replica holds is matched somewhere with about n × this rate across n
+	// replicas; the default keeps that under 2% up to 16 replicas
+	// (docs/routing.md#false-matches-across-a-fleet).
 	FalsePositiveRate float64
 	// RebuildRemovals triggers a rebuild once the blocks removed since the
 	// last rebuild exceed this fraction of the blocks held (default 0.25).
@@ -34,7 +38,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Capacity:          32768,
-		FalsePositiveRate: 0.01,
+		FalsePositiveRate: 0.001,
 		RebuildRemovals:   0.25,
 		RebuildPeriod:     5 * time.Minute,
 		MaxDeltaBytes:     1200,

@@ -8,7 +8,7 @@ import (
 )
 
 // DefaultHashFuncs is the number of hash functions of a filter at the
-// default 1% false-positive rate (bloom.EstimateParameters gives 7).
+// default 0.1% false-positive rate (bloom.EstimateParameters gives 10).
 var DefaultHashFuncs = func() uint {
 	_, k := bloom.EstimateParameters(DefaultConfig().Capacity, DefaultConfig().FalsePositiveRate)
 	return k

@@ -19,7 +19,7 @@ const (
 	// (default 100ms).
 	ExactScrapeInterval = 10 * time.Millisecond
 	// ExactFalsePositiveRate is the bloom summaries' target false-positive
-	// rate (default 0.01). Below it the 32-bit summary keys dominate: a
+	// rate (default 0.001). Below it the 32-bit summary keys dominate: a
 	// stranger's key equals a held one at n/2^32 (about 6e-6 at 27,500
 	// blocks).
 	ExactFalsePositiveRate = 1e-7
