@@ -65,6 +65,16 @@ func TestAcceptedWorkIsFinished(t *testing.T) {
 			}
 			return fmt.Errorf("no engine decoding yet")
 		})
+		// The sidecar tells the balancer the work is accepted (102) once
+		// its scrape sees the engine running it, which on a loaded machine
+		// can come well after the engine started: drain after that, the
+		// case this test is about (before it, moving the request is right).
+		scWait(t, "the sidecar counting the request accepted", func() error {
+			if dp := ltSidecar(t, f.sidecars[busy]); dp.InFlight != 1 || dp.Prefilling != 0 {
+				return fmt.Errorf("sidecar data path %+v, want 1 in flight past its prefill", dp)
+			}
+			return nil
+		})
 		f.sidecars[busy].proc.kill(syscall.SIGTERM)
 		r := <-done
 		if r.err != nil || r.status != 200 {
