@@ -86,17 +86,7 @@ func btStartSim(t *testing.T, bin, name string, blocks int, extra ...string) *sc
 		"--served-model-name", "e2e-model", "--block-size", "16", "--num-gpu-blocks-override", strconv.Itoa(blocks),
 		"--enable-prompt-tokens-details", "--kv-events-config", s.kvEventsConfigString}, extra...)
 	s.proc = scStart(t, bin, name, args...)
-	scWait(t, name+" health", func() error {
-		resp, err := http.Get(s.url + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s", resp.Status)
-		}
-		return nil
-	})
+	scWaitOK(t, name+" health", s.url+"/health")
 	return s
 }
 

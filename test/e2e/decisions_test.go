@@ -46,17 +46,7 @@ decision_log:
 		t.Fatal(err)
 	}
 	bal := scStart(t, bin, "balancer", "balancer", "--config", cfgPath)
-	scWait(t, "the balancer to route", func() error {
-		resp, err := http.Get(url + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s", resp.Status)
-		}
-		return nil
-	})
+	scWaitOK(t, "the balancer to route", url+"/health")
 
 	prompt := "zebracorn-secret " + btPrefix(1)[:800]
 	var ids []string
@@ -178,16 +168,6 @@ func dlStartSim(t *testing.T, bin, name string) *scSim {
 	s.url = fmt.Sprintf("http://127.0.0.1:%d", s.port)
 	s.proc = scStart(t, bin, name, "sim", "--host", "127.0.0.1", "--port", fmt.Sprint(s.port),
 		"--served-model-name", "e2e-model", "--block-size", "16", "--enable-prompt-tokens-details")
-	scWait(t, name+" health", func() error {
-		resp, err := http.Get(s.url + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s", resp.Status)
-		}
-		return nil
-	})
+	scWaitOK(t, name+" health", s.url+"/health")
 	return s
 }

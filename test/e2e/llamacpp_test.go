@@ -80,17 +80,7 @@ func lcStartServer(t *testing.T, p lcPaths, name string) *lcServer {
 		"-m", p.model, "--alias", "e2e-model", "--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--metrics", "--parallel", strconv.Itoa(lcSlots), "-c", strconv.Itoa(lcSlots*lcSlotContext),
 		"--threads", "1", "--threads-batch", "1", "--no-webui", "--no-warmup")
-	scWait(t, name+" health", func() error {
-		resp, err := http.Get(s.url + "/health")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s", resp.Status)
-		}
-		return nil
-	})
+	scWaitOK(t, name+" health", s.url+"/health")
 	return s
 }
 

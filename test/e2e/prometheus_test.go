@@ -91,17 +91,7 @@ func pmStart(t *testing.T, jobs map[string][]string) string {
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	scStart(t, bin, "prometheus", "--config.file="+path, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port), "--log.level=warn")
-	scWait(t, "prometheus ready", func() error {
-		resp, err := http.Get(base + "/-/ready")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s", resp.Status)
-		}
-		return nil
-	})
+	scWaitOK(t, "prometheus ready", base+"/-/ready")
 	return base
 }
 

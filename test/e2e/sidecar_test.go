@@ -145,6 +145,22 @@ func scWait(t *testing.T, what string, cond func() error) {
 	}
 }
 
+// scWaitOK waits until GET url answers 200 (a process started and serving).
+func scWaitOK(t *testing.T, what, url string) {
+	t.Helper()
+	scWait(t, what, func() error {
+		resp, err := http.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s", resp.Status)
+		}
+		return nil
+	})
+}
+
 func scGetJSON(url string, v any) error {
 	resp, err := http.Get(url)
 	if err != nil {
