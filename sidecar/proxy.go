@@ -284,7 +284,7 @@ func (p *proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	}
 	p.m.proxyRequests.WithLabelValues("upstream_error").Inc()
 	p.warn.Warn("engine request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	// vLLM's body shape; the type stays the sidecar's "BadGateway" (the
-	// balancer's own 502 says "Bad Gateway", openai.StatusError).
-	(&openai.Error{Status: http.StatusBadGateway, Type: "BadGateway", Message: "the engine is unreachable: " + err.Error()}).Write(w)
+	// vLLM's body shape, typed with the HTTP phrase as FastAPI types its
+	// own errors, like the balancer's 502s.
+	openai.StatusError(http.StatusBadGateway, "the engine is unreachable: "+err.Error()).Write(w)
 }

@@ -304,7 +304,7 @@ func TestProxyEngineUnreachable(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusBadGateway || body.Error.Code != 502 || body.Error.Type != "BadGateway" || body.Error.Message == "" {
+	if resp.StatusCode != http.StatusBadGateway || body.Error.Code != 502 || body.Error.Type != "Bad Gateway" || body.Error.Message == "" {
 		t.Errorf("got %d %+v, want an OpenAI-shaped 502", resp.StatusCode, body)
 	}
 	if got := metricValue(t, m.proxyRequests.WithLabelValues("upstream_error")); got != 1 {

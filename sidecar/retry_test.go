@@ -115,7 +115,7 @@ func TestDataPathDoesNotRetryAFreshConnection(t *testing.T) {
 	e := staleconntest.Start(t, 1)
 	srv, m, _ := retryProxy(t, e.URL(), DefaultConfig().Proxy)
 	code, body := postCompletion(t, srv, `{"model":"m","prompt":"one"}`)
-	if code != http.StatusBadGateway || !strings.Contains(body, `"type":"BadGateway"`) {
+	if code != http.StatusBadGateway || !strings.Contains(body, `"type":"Bad Gateway"`) {
 		t.Fatalf("got %d %s, want an OpenAI-shaped 502", code, body)
 	}
 	if got := e.Seen(); len(got) != 1 {
