@@ -20,6 +20,7 @@ import (
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/tokenize"
 	"github.com/inferrail/inferrail/internal/tracing"
+	"github.com/inferrail/inferrail/internal/yamlconf"
 )
 
 // Config is the whole balancer configuration: DefaultConfig, then a YAML
@@ -360,7 +361,7 @@ func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	checkAddr := func(name, v string) {
-		if _, _, err := net.SplitHostPort(v); err != nil {
+		if !yamlconf.IsHostPort(v) {
 			bad("%s must be host:port, got %q", name, v)
 		}
 	}
@@ -453,25 +454,18 @@ func (c *Config) Validate() error {
 		bad("replica_defaults must not be negative, got %+v", d)
 	}
 	if c.Gossip.Enabled {
-		checkAddr("gossip.bind", c.Gossip.Bind)
-		if host, _, err := net.SplitHostPort(c.Gossip.Bind); err == nil && net.ParseIP(host) == nil {
-			bad("gossip.bind must be an IP:port, got %q", c.Gossip.Bind)
+		if err := c.Gossip.NodeConfig.Validate("gossip"); err != nil {
+			errs = append(errs, err)
 		}
-		for i, j := range c.Gossip.Join {
-			if _, _, err := net.SplitHostPort(j); err != nil {
-				bad("gossip.join[%d] must be host:port, got %q", i, j)
-			}
+	} else {
+		if len(c.Replicas) == 0 && len(c.Discovery.DNS) == 0 {
+			bad("replicas or discovery.dns must not be empty when gossip.enabled is false")
 		}
-		if p := gossip.Profile(c.Gossip.Profile); p != gossip.ProfileLAN && p != gossip.ProfileLocal {
-			bad("gossip.profile must be lan or local, got %q", c.Gossip.Profile)
+		if err := c.Gossip.Timings.Validate("gossip"); err != nil {
+			errs = append(errs, err)
 		}
-	} else if len(c.Replicas) == 0 && len(c.Discovery.DNS) == 0 {
-		bad("replicas or discovery.dns must not be empty when gossip.enabled is false")
 	}
 	c.Discovery.validate(bad)
-	if err := c.Gossip.Timings.Validate("gossip"); err != nil {
-		errs = append(errs, err)
-	}
 	if !route.Known(c.Routing.DefaultPolicy) {
 		bad("routing.default_policy must be one of %v or the baselines %v, got %q", route.Policies, route.Baselines, c.Routing.DefaultPolicy)
 	}

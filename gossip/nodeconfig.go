@@ -1,15 +1,19 @@
 package gossip
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+
+	"github.com/inferrail/inferrail/internal/yamlconf"
 )
 
 // NodeConfig is the part of a component's `gossip:` YAML section that every
 // role shares: the balancer's and the sidecar's config embed it inline, and
 // Config maps it onto a node's Config. Checking the values (with the section's
-// path) stays with each component's Validate; Config assumes they passed.
+// path) is Validate's, which both components call; Config assumes they
+// passed.
 type NodeConfig struct {
 	// Bind is the gossip bind address IP:port (port 0 picks one).
 	Bind string `yaml:"bind"`
@@ -74,4 +78,37 @@ func (c NodeConfig) Config(role Role) (Config, error) {
 		}
 	}
 	return gc, nil
+}
+
+// Validate reports every invalid value at once, each named by prefix (the
+// section's path, "gossip") and its key: the bind address must be IP:port,
+// the advertise address an IP or host:port, every seed host:port, the
+// profile lan or local, the cluster label at most 255 bytes, and the
+// Timings as Timings.Validate checks them.
+func (c NodeConfig) Validate(prefix string) error {
+	var errs []error
+	bad := func(key string, v any, why string) {
+		errs = append(errs, fmt.Errorf("%s.%s %s, got %q", prefix, key, why, fmt.Sprint(v)))
+	}
+	if host, _, err := net.SplitHostPort(c.Bind); err != nil || net.ParseIP(host) == nil || !yamlconf.IsHostPort(c.Bind) {
+		bad("bind", c.Bind, "must be IP:port")
+	}
+	if a := c.Advertise; a != "" && net.ParseIP(a) == nil && !yamlconf.IsHostPort(a) {
+		bad("advertise", a, "must be an IP or host:port")
+	}
+	for i, j := range c.Join {
+		if !yamlconf.IsHostPort(j) {
+			bad(fmt.Sprintf("join[%d]", i), j, "must be host:port")
+		}
+	}
+	if p := Profile(c.Profile); p != ProfileLAN && p != ProfileLocal {
+		bad("profile", c.Profile, "must be lan or local")
+	}
+	if len(c.ClusterLabel) > 255 {
+		bad("cluster_label", fmt.Sprintf("%d bytes", len(c.ClusterLabel)), "must have at most 255 bytes")
+	}
+	if err := c.Timings.Validate(prefix); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }

@@ -79,3 +79,37 @@ func TestNodeConfigConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestNodeConfigValidate(t *testing.T) {
+	ok := NodeConfig{Bind: "0.0.0.0:7946", Advertise: "sc-0.fleet:7946", Join: []string{"seed:7946"}, Profile: "lan"}
+	if err := ok.Validate("gossip"); err != nil {
+		t.Fatalf("Validate(%+v) = %v, want nil", ok, err)
+	}
+	bad := NodeConfig{
+		Bind:         "localhost:7946",
+		Advertise:    "not an ip",
+		Join:         []string{"seed:7946", "seed"},
+		Profile:      "wan",
+		ClusterLabel: strings.Repeat("x", 256),
+		Timings:      Timings{LoadMaxAge: -time.Second},
+	}
+	err := bad.Validate("gossip")
+	if err == nil {
+		t.Fatalf("Validate(%+v) = nil, want errors", bad)
+	}
+	for _, want := range []string{
+		`gossip.bind must be IP:port, got "localhost:7946"`,
+		`gossip.advertise must be an IP or host:port, got "not an ip"`,
+		`gossip.join[1] must be host:port, got "seed"`,
+		`gossip.profile must be lan or local, got "wan"`,
+		`gossip.cluster_label must have at most 255 bytes, got "256 bytes"`,
+		`gossip.load_max_age must be >= 0`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error %q does not contain %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "join[0]") {
+		t.Errorf("Validate error %q names the valid join[0]", err)
+	}
+}

@@ -3,15 +3,14 @@ package sidecar
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/inferrail/inferrail/gossip"
 	"github.com/inferrail/inferrail/gossip/summary"
 	"github.com/inferrail/inferrail/internal/tracing"
+	"github.com/inferrail/inferrail/internal/yamlconf"
 	"github.com/inferrail/inferrail/sidecar/engine/zmqsub"
 )
 
@@ -198,10 +197,10 @@ func (c Config) Validate() error {
 	if c.BlockSize <= 0 || c.BlockSize > 1<<16 {
 		bad("block_size", c.BlockSize, "must be in 1..65536")
 	}
-	if !isHostPort(c.Listen) {
+	if !yamlconf.IsHostPort(c.Listen) {
 		bad("listen", c.Listen, "must be host:port")
 	}
-	if !isHostPort(c.Admin) {
+	if !yamlconf.IsHostPort(c.Admin) {
 		bad("admin", c.Admin, "must be host:port")
 	}
 	if c.Listen != "" && c.Listen == c.Admin && !strings.HasSuffix(c.Listen, ":0") {
@@ -266,22 +265,8 @@ func (c Config) Validate() error {
 	if f := c.Summary.RebuildRemovedFraction; !(f > 0 && f <= 1) {
 		bad("summary.rebuild_removed_fraction", f, "must be in (0, 1]")
 	}
-	if host, _, err := net.SplitHostPort(c.Gossip.Bind); err != nil || net.ParseIP(host) == nil || !isHostPort(c.Gossip.Bind) {
-		bad("gossip.bind", c.Gossip.Bind, "must be IP:port")
-	}
-	if a := c.Gossip.Advertise; a != "" && net.ParseIP(a) == nil && !isHostPort(a) {
-		bad("gossip.advertise", a, "must be an IP or host:port")
-	}
-	if p := c.Gossip.Profile; p != "lan" && p != "local" {
-		bad("gossip.profile", p, "must be lan or local")
-	}
-	if err := c.Gossip.Timings.Validate("gossip"); err != nil {
+	if err := c.Gossip.NodeConfig.Validate("gossip"); err != nil {
 		errs = append(errs, err)
-	}
-	for i, j := range c.Gossip.Join {
-		if !isHostPort(j) {
-			bad(fmt.Sprintf("gossip.join[%d]", i), j, "must be host:port")
-		}
 	}
 	if err := c.Observability.Validate("observability"); err != nil {
 		errs = append(errs, err)
@@ -289,16 +274,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func isHostPort(s string) bool {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil || strings.ContainsAny(host, " /") {
-		return false
-	}
-	n, err := strconv.Atoi(port)
-	return err == nil && n >= 0 && n <= 65535
-}
-
 func isTCPEndpoint(s string) bool {
 	rest, ok := strings.CutPrefix(s, "tcp://")
-	return ok && isHostPort(rest)
+	return ok && yamlconf.IsHostPort(rest)
 }
