@@ -58,15 +58,17 @@ func (s LoadStatus) Report() load.Report {
 
 // headerReport returns the load report for a response to origin: the data
 // path's counts over every origin, origin's share of them, and the engine's
-// numbers from the last scrape when it was readable (zero otherwise).
+// numbers by the rule of the gossiped one (LoadStatus.Report), so the two
+// reports a balancer combines never disagree about an engine whose page is
+// unreadable.
 func (p *proxy) headerReport(origin string) string {
 	total, own := p.counts.Origin(origin)
-	r := load.Report{InFlight: total.InFlight, Pending: total.Prefilling, PrefillTokens: max(total.WaitingPrefillTokens, 0)}
-	share := load.Share{Origin: origin, InFlight: own.InFlight, Pending: own.Prefilling, PrefillTokens: max(own.PrefillTokens, 0)}
-	if p.engineLoad != nil {
-		if running, waiting, kv, ok := p.engineLoad(); ok {
-			r.Running, r.Waiting, r.KVUsage = running, waiting, kv
-		}
+	st := LoadStatus{DataPath: total}
+	if p.engineStatus != nil {
+		st.Engine, st.Readable = p.engineStatus()
 	}
+	r := st.Report()
+	r.Origins = nil
+	share := load.Share{Origin: origin, InFlight: own.InFlight, Pending: own.Prefilling, PrefillTokens: max(own.PrefillTokens, 0)}
 	return load.EncodeHeader(r, share)
 }

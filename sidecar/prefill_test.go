@@ -11,6 +11,7 @@ import (
 
 	"github.com/inferrail/inferrail/internal/load"
 	"github.com/inferrail/inferrail/internal/tokenize/simtok"
+	"github.com/inferrail/inferrail/sidecar/engine"
 )
 
 // A stream stays prefilling after its headers and its role-only first chunk,
@@ -32,7 +33,7 @@ func TestProxyStreamPrefillEndsAtFirstToken(t *testing.T) {
 				_, _ = io.WriteString(w, "data: [DONE]\n\n")
 			})
 			p, srv, _ := testProxy(t, upstream, simTok, nil)
-			p.engineLoad = func() (int64, int64, float64, bool) { return 5, 2, 0.25, true }
+			p.engineStatus = func() (engine.Load, bool) { return engine.Load{Running: 5, Waiting: 2, KVUsage: 0.25}, true }
 			client := srv.Client()
 			if proto == "h2c" {
 				client = h2cClient()
@@ -136,5 +137,40 @@ func TestLedgerMarkRunning(t *testing.T) {
 	l.finish(later)
 	if c := l.Counts(); !cmp.Equal(c, DataPathCounts{}) {
 		t.Errorf("after the end: %+v", c)
+	}
+}
+
+// The report a response carries and the gossiped one follow one rule: while
+// the engine's page is unreadable both take the data path's counts for the
+// engine's and keep the last known KV usage (never zeros).
+func TestHeaderReportMatchesTheGossipedOne(t *testing.T) {
+	for _, readable := range []bool{true, false} {
+		p := &proxy{}
+		last := engine.Load{Running: 7, Waiting: 3, KVUsage: 0.4}
+		p.engineStatus = func() (engine.Load, bool) { return last, readable }
+		a := p.counts.admit("a", true)
+		p.counts.addTokens(a, 100, 100)
+		b := p.counts.admit("b", false)
+		p.counts.addTokens(b, 50, 50)
+		p.counts.prefilled(b)
+		head, share, err := load.ParseHeader(p.headerReport("a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gossiped := LoadStatus{Readable: readable, Engine: last, DataPath: p.counts.Counts()}.Report()
+		gossiped.Origins = nil
+		if diff := cmp.Diff(gossiped, head); diff != "" {
+			t.Errorf("readable=%v: header report differs from the gossiped one (-gossip +header):\n%s", readable, diff)
+		}
+		want := load.Report{Running: 7, Waiting: 3, KVUsage: 0.4, InFlight: 2, Pending: 1, PrefillTokens: 100}
+		if !readable {
+			want.Running, want.Waiting = 1, 1
+		}
+		if diff := cmp.Diff(want, head); diff != "" {
+			t.Errorf("readable=%v: header report (-want +got):\n%s", readable, diff)
+		}
+		if diff := cmp.Diff(load.Share{InFlight: 1, Pending: 1, PrefillTokens: 100}, share); diff != "" {
+			t.Errorf("readable=%v: share (-want +got):\n%s", readable, diff)
+		}
 	}
 }

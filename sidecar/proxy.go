@@ -20,6 +20,7 @@ import (
 	"github.com/inferrail/inferrail/internal/openai"
 	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/inferrail/inferrail/internal/tracing"
+	"github.com/inferrail/inferrail/sidecar/engine"
 )
 
 // promptObserver receives the prompts of requests the engine accepted (a 2xx
@@ -64,10 +65,10 @@ type proxy struct {
 	rp      *httputil.ReverseProxy
 	counts  ledger
 	inspect *promptInspector
-	// engineLoad returns the engine's running and waiting requests and KV
-	// usage from its last readable metrics page (nil: unknown), for the
-	// per-response load report.
-	engineLoad func() (running, waiting int64, kvUsage float64, ok bool)
+	// engineStatus returns the engine's load from its last readable metrics
+	// page and whether the last scrape was readable (nil: never readable),
+	// for the per-response load report.
+	engineStatus func() (last engine.Load, readable bool)
 	// cachedTokens returns the tokens of the prompts' blocks the replica
 	// holds as a leading prefix (nil: none are counted as cached).
 	cachedTokens func(hashes [][]kvblock.Hash) int

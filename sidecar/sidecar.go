@@ -157,7 +157,7 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 	s.proxy = newProxy(u, cfg.Proxy, retry, insp, s.approx, log.With("component", "proxy"), s.m)
 	proxyCounts = s.proxy.counts.Counts
 	s.proxy.cachedTokens = s.cachedTokens
-	s.proxy.engineLoad = s.engineLoad
+	s.proxy.engineStatus = s.engineStatus
 
 	parser := &autoParser{}
 	switch cfg.Engine {

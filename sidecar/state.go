@@ -66,14 +66,15 @@ func (s *Sidecar) onScrape(l engine.Load, err error) {
 	}
 }
 
-// engineLoad returns the engine's running and waiting requests and KV usage
-// from the last scrape, when it was readable.
-func (s *Sidecar) engineLoad() (running, waiting int64, kvUsage float64, ok bool) {
-	o := s.lastLoad.Load()
-	if o == nil || o.err != nil {
-		return 0, 0, 0, false
+// engineStatus returns the last readable scrape's load (zero before one) and
+// whether the last scrape was readable.
+func (s *Sidecar) engineStatus() (engine.Load, bool) {
+	var l engine.Load
+	if g := s.lastGood.Load(); g != nil {
+		l = g.load
 	}
-	return int64(o.load.Running), int64(o.load.Waiting), o.load.KVUsage, true
+	o := s.lastLoad.Load()
+	return l, o != nil && o.err == nil
 }
 
 // Load returns the current load status. While the engine's page is
