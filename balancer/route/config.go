@@ -101,7 +101,7 @@ type CostConfig struct {
 	// it also sizes the attention of queued prefills.
 	QueuedPromptTokens int `yaml:"queued_prompt_tokens"`
 	// ExpectedOutputTokens is the assumed output length of a request, for
-	// the KV memory the bound keeps free for decodes (load.go kvShort): a
+	// the KV memory the bound keeps free for decodes (load.go kvFit): a
 	// request that has not started decoding will add about this many
 	// tokens, a decoding one about half of it. A request's own max_tokens
 	// lowers its figure. 0: no reserve (the bound counts prompts only).

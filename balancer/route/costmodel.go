@@ -15,7 +15,8 @@ import (
 // this request, is skipped (a spill): the miss penalty may keep a prefix at
 // home, but not on a replica so loaded that going cold would be faster. So is
 // a candidate whose KV memory cannot hold the request's uncached tokens
-// beside what it holds and has queued (base.kvShort), while another can. Among
+// beside what it holds and has queued (base.kvFit), while another is known to
+// hold it (a replica without a fresh report is neither). Among
 // the candidates under the bound whose scores are within TieMargin of the
 // lowest, the one that holds most of the prompt wins, then the prefix's
 // rendezvous order: different prompts spread over near-equal replicas, so
@@ -59,9 +60,9 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		c := &cands[i]
 		w := p.work(c, now)
 		cached := int(s.cached[i])
-		short := p.kvShort(c, w, now, prompt-cached, req.OutputTokens, bs)
-		s.short = append(s.short, short)
-		if !short {
+		kv := p.kvFit(c, w, now, prompt-cached, req.OutputTokens, bs)
+		s.short = append(s.short, kv == kvShort)
+		if kv == kvFits {
 			fits++
 		}
 		scale := c.ttftScale(mean)
@@ -93,7 +94,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 			best, bestT = k, t
 		}
 	}
-	if best < 0 { // every candidate with KV room is over the bound on work
+	if best < 0 { // every candidate not short of KV is over the bound on work
 		for k := range s.elig {
 			if t := s.score[k]; !s.short[k] && (best < 0 || t < bestT) {
 				best, bestT = k, t

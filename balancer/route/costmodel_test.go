@@ -181,6 +181,18 @@ func TestCostModelChoices(t *testing.T) {
 			wantReason: ReasonLowestTTFT,
 		},
 		{
+			name: "every replica out of KV memory but one whose report lapsed: the usual choice",
+			edit: func(cs []Candidate) {
+				withCapacity(cs, 4096)
+				for i := range cs {
+					cs[i].Load.KVUsage = 1
+				}
+				cs[0].Load.Stale = true // unknown, not room
+			},
+			want:       2,
+			wantReason: ReasonLowestTTFT,
+		},
+		{
 			name: "stale KV usage is ignored",
 			edit: func(cs []Candidate) {
 				withCapacity(cs, 4096)
@@ -206,6 +218,29 @@ func TestCostModelChoices(t *testing.T) {
 				t.Errorf("pick %d (%q), want %d (%q); decision %+v", got, d.Reason, tc.want, tc.wantReason, d)
 			}
 		})
+	}
+}
+
+// A replica whose load report lapsed is not where the KV bound sends what it
+// turns away from full replicas: with every other replica's KV full, cost
+// model spreads by work instead of sending every request to the one it knows
+// nothing about (W6 at 1.5x: 150 requests in a row to one replica).
+func TestCostModelLapsedReportDoesNotDrawTheOverflow(t *testing.T) {
+	cs := cands(4)
+	withCapacity(cs, 1<<20) // this balancer's own requests never fill one
+	for i := range cs {
+		cs[i].Load.KVUsage = 1
+	}
+	cs[3].Load.Stale = true
+	p := newPolicy(t, PolicyCostModel, nil)
+	n := make([]int, len(cs))
+	for i := range 100 {
+		got, _ := mustPick(t, p, req(prompt(uint32(5000+i), uint32(5000+i), 0, 64)), cs)
+		lease(cs[got].Own, 64*16)
+		n[got]++
+	}
+	if n[3] > 40 {
+		t.Errorf("the replica whose report lapsed got %d of 100 requests (per replica %v), want a share near a quarter", n[3], n)
 	}
 }
 
@@ -475,7 +510,7 @@ func TestCostModelCorrectionIsRelative(t *testing.T) {
 	}
 }
 
-// kvShort counts the KV blocks in use, the prefill still queued, the
+// kvFit counts the KV blocks in use, the prefill still queued, the
 // request's own uncached tokens and the reserve for the output still to be
 // written (expected_output_tokens E: E per request in flight there, pending
 // or decoding, and min(max_tokens, E) for the request) against the capacity,
@@ -502,16 +537,30 @@ func TestKVShort(t *testing.T) {
 		{"each decode keeps E", Work{InFlight: 10}, 13800, 0, false},
 		{"each decode keeps E, full", Work{InFlight: 10}, 13801, 0, true},
 	} {
-		if got := b.kvShort(&c, tc.w, t0, tc.need, tc.out, 16); got != tc.want {
-			t.Errorf("%s: kvShort(%+v, need %d, out %d) = %v, want %v", tc.name, tc.w, tc.need, tc.out, got, tc.want)
+		if got := b.kvFit(&c, tc.w, t0, tc.need, tc.out, 16) == kvShort; got != tc.want {
+			t.Errorf("%s: kvFit(%+v, need %d, out %d) short = %v, want %v", tc.name, tc.w, tc.need, tc.out, got, tc.want)
 		}
 	}
-	b.cfg.Cost.ExpectedOutputTokens = 0 // no reserve: prompts only
-	if b.kvShort(&c, Work{InFlight: 10}, t0, 16000, 0, 16) {
-		t.Error("kvShort without a reserve counted output")
+	if got := b.kvFit(&c, Work{}, t0, 100, 0, 16); got != kvFits {
+		t.Errorf("kvFit with a fresh report and room = %v, want kvFits", got)
 	}
+	b.cfg.Cost.ExpectedOutputTokens = 0 // no reserve: prompts only
+	if b.kvFit(&c, Work{InFlight: 10}, t0, 16000, 0, 16) == kvShort {
+		t.Error("kvFit without a reserve counted output")
+	}
+	b.cfg.Cost.ExpectedOutputTokens = 200
+	// Without a fresh report the usage is unknown: this balancer's own work
+	// is a floor (short when it alone overflows), else unknown, never room.
+	c.Load.Stale = true
+	if got := b.kvFit(&c, Work{}, t0, 20000, 0, 16); got != kvUnknown {
+		t.Errorf("kvFit with a stale report and room for own work = %v, want kvUnknown", got)
+	}
+	if got := b.kvFit(&c, Work{InFlight: 20, Pending: 20, PrefillTokens: 20000}, t0, 8000, 0, 16); got != kvShort {
+		t.Errorf("kvFit with a stale report and own work over the capacity = %v, want kvShort", got)
+	}
+	c.Load.Stale = false
 	c.CapacityBlocks = 0
-	if b.kvShort(&c, Work{}, t0, 1<<30, 0, 16) {
-		t.Error("kvShort with an unknown capacity = true, want false")
+	if got := b.kvFit(&c, Work{}, t0, 1<<30, 0, 16); got != kvUnknown {
+		t.Errorf("kvFit with an unknown capacity = %v, want kvUnknown", got)
 	}
 }

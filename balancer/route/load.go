@@ -45,26 +45,57 @@ func (b *base) load(c *Candidate, now time.Time) float64 {
 	return float64(b.work(c, now).InFlight)
 }
 
-// kvShort reports whether c's KV memory cannot hold a request needing need
-// more prompt tokens of it and stating out output tokens (0: unknown) while
-// w is in flight: the blocks the engine reported in use (Load.KVUsage of
+// kvState is what a balancer knows of whether a replica's KV memory holds a
+// request (base.kvFit).
+type kvState uint8
+
+const (
+	// kvUnknown: no capacity known, or no fresh report and this balancer's
+	// own requests there leave room. No bound either way: such a replica is
+	// neither turned away nor the place the bound sends what it turns away.
+	kvUnknown kvState = iota
+	// kvFits: a fresh report shows room for the request.
+	kvFits
+	// kvShort: the request does not fit, by a fresh report or by this
+	// balancer's own requests there alone.
+	kvShort
+)
+
+// kvFit reports whether c's KV memory holds a request needing need more
+// prompt tokens of it and stating out output tokens (0: unknown) while w is
+// in flight: the blocks the engine reported in use (Load.KVUsage of
 // Candidate.CapacityBlocks), plus the uncached prompt tokens still to
 // prefill there (they take blocks as their prefill runs), plus need, plus a
 // reserve for the output every request there will still write (decodeReserve)
-// exceed the capacity. An engine short of KV blocks does not admit the
+// against the capacity. An engine short of KV blocks does not admit the
 // request until decodes finish, or preempts one and computes it again:
-// either is a wait the step-time estimate does not see. Unknown (no
-// capacity, or no fresh report): false.
-func (b *base) kvShort(c *Candidate, w Work, now time.Time, need, out, bs int) bool {
-	if c.CapacityBlocks <= 0 || !b.loadFresh(c, now) {
-		return false
+// either is a wait the step-time estimate does not see. Without a fresh
+// report the usage is unknown and w is this balancer's own work only (work):
+// that is still a floor, so a replica it fills is short, and otherwise
+// unknown, never "fits". Counted as room, a replica whose report lapsed took
+// every request the bound turned away from the full ones (W6 at 1.5x, one
+// balancer: 150 requests in a row to one replica).
+func (b *base) kvFit(c *Candidate, w Work, now time.Time, need, out, bs int) kvState {
+	if c.CapacityBlocks <= 0 {
+		return kvUnknown
 	}
 	if c.BlockSize > 0 {
 		bs = c.BlockSize
 	}
 	capacity := float64(c.CapacityBlocks) * float64(bs)
-	used := min(max(c.Load.KVUsage, 0), 1) * capacity
-	return used+float64(max(w.PrefillTokens, 0))+float64(max(need, 0))+b.decodeReserve(w, out) > capacity
+	fresh := b.loadFresh(c, now)
+	used := 0.0
+	if fresh {
+		used = min(max(c.Load.KVUsage, 0), 1) * capacity
+	}
+	switch {
+	case used+float64(max(w.PrefillTokens, 0))+float64(max(need, 0))+b.decodeReserve(w, out) > capacity:
+		return kvShort
+	case fresh:
+		return kvFits
+	default:
+		return kvUnknown
+	}
 }
 
 // decodeReserve is the KV memory, in tokens, that the output of the requests
