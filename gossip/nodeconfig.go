@@ -17,9 +17,9 @@ import (
 type NodeConfig struct {
 	// Bind is the gossip bind address IP:port (port 0 picks one).
 	Bind string `yaml:"bind"`
-	// Advertise is the address other nodes reach this node at (IP or host,
-	// optionally with :port); empty means the component's default (the
-	// bind address, or for a sidecar POD_IP first).
+	// Advertise is the address other nodes reach this node at: an IP, or
+	// host:port (Validate); empty means the component's default (the bind
+	// address, or for a sidecar POD_IP first).
 	Advertise string `yaml:"advertise"`
 	// NodeName is the unique node name; empty means the component's default
 	// (see its GossipConfig).
