@@ -308,11 +308,12 @@ func (t *sglangTree) sweep(maxTokens int64) {
 		}
 		sh.mu.Unlock()
 	}
+	// A pair an insert has placed but not yet counted (its tenant entry may
+	// not exist yet) is taken off all the same: the insert adds it after,
+	// so the two deltas meet. Dropping it left the tenant over-counted.
 	t.mu.Lock()
 	for id, n := range freed {
-		if tn := t.tenants[id]; tn != nil {
-			tn.tokens -= n
-		}
+		t.tenant(id).tokens -= n
 	}
 	t.mu.Unlock()
 	t.total.Add(-total)
