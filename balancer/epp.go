@@ -152,7 +152,7 @@ func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *s
 		}
 		rep := set.Replicas[idx]
 		b.recordDecision(rq, set, sc, idx, 1, d, now)
-		if !rep.TryAcquire(d.UncachedTokens) {
+		if !rep.TryAcquire(d.UncachedTokens, rq.outputReserve()) {
 			sc.full = append(sc.full, rep) // lost a race for its last slot
 			continue
 		}
@@ -160,7 +160,7 @@ func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *s
 			b.m.fallback.WithLabelValues(m.cfg.Name).Inc()
 		}
 		b.m.reasons.WithLabelValues(m.cfg.Name, string(d.Reason)).Inc()
-		l := &eppLease{p: p, model: m, route: routeLabel, tokens: rq.tokens, estimated: rq.estimated, hashes: slices.Clone(rq.settleHashes()),
+		l := &eppLease{p: p, model: m, route: routeLabel, tokens: rq.tokens, output: rq.outputReserve(), estimated: rq.estimated, hashes: slices.Clone(rq.settleHashes()),
 			cur: eppTarget{rep: rep, endpoint: ix.of[rep], cached: d.CachedTokens, uncached: d.UncachedTokens}}
 		pk := &epp.Pick{Endpoints: []string{l.cur.endpoint}, Lease: l}
 		if rq.id != "" {

@@ -66,11 +66,11 @@ func BenchmarkEPP(b *testing.B) {
 				b.Fatal(err)
 			}
 			rep := set.Replicas[idx]
-			if !rep.TryAcquire(d.UncachedTokens) {
+			if !rep.TryAcquire(d.UncachedTokens, 0) {
 				b.Fatal("full")
 			}
 			rep.Counters.Prefilled(d.UncachedTokens)
-			rep.Counters.Done(d.UncachedTokens, true)
+			rep.Counters.Done(d.UncachedTokens, 0, true)
 			bal.putScratch(sc)
 		}
 	})

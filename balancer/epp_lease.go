@@ -29,6 +29,7 @@ type eppLease struct {
 	model  *model
 	route  string
 	tokens int
+	output int // the request's OutputReserve, counted on cur.rep
 	// estimated: tokens and the cached counts are text prefix estimates.
 	estimated bool
 	// hashes are the placement the first byte settles (nil: none).
@@ -59,9 +60,9 @@ func (l *eppLease) Served(endpoint string, status int) map[string]string {
 			next.rep = l.p.index(l.p.b.fleet.Snapshot()).byAddr[endpoint]
 		}
 		if l.cur.rep != nil {
-			l.cur.rep.Counters.Done(l.cur.uncached, l.prefilled)
+			l.cur.rep.Counters.Done(l.cur.uncached, l.output, l.prefilled)
 		}
-		if next.rep != nil && !next.rep.TryAcquire(next.uncached) {
+		if next.rep != nil && !next.rep.TryAcquire(next.uncached, l.output) {
 			next.rep = nil
 		}
 		l.cur = next
@@ -115,7 +116,7 @@ func (l *eppLease) Done() {
 	}
 	l.done = true
 	if rep := l.cur.rep; rep != nil {
-		rep.Counters.Done(l.cur.uncached, l.prefilled)
+		rep.Counters.Done(l.cur.uncached, l.output, l.prefilled)
 	}
 	outcome := outcomeClientGone // the stream ended before any response
 	switch {

@@ -63,10 +63,10 @@ func TestEPPDecisionsEqualProxy(t *testing.T) {
 			n, uncached := r.IntN(3), r.IntN(4000)
 			for range n {
 				pr, er := proxyB.fleet.Snapshot().Replicas[j], eppB.fleet.Snapshot().Replicas[j]
-				if !pr.TryAcquire(uncached) || !er.TryAcquire(uncached) {
+				if !pr.TryAcquire(uncached, 0) || !er.TryAcquire(uncached, 0) {
 					t.Fatal("TryAcquire without caps failed")
 				}
-				held = append(held, func() { pr.Counters.Done(uncached, false); er.Counters.Done(uncached, false) })
+				held = append(held, func() { pr.Counters.Done(uncached, 0, false); er.Counters.Done(uncached, 0, false) })
 			}
 		}
 		body := fmt.Sprintf(`{"model":"m","messages":[{"role":"system","content":%q},{"role":"user","content":"question %d"}],"max_tokens":3}`,
@@ -207,6 +207,10 @@ func TestEPPShedAndSettle(t *testing.T) {
 		t.Fatalf("after served by the fallback: primary %d in flight, fallback %d (%d pending)",
 			primary.Counters.InFlight.Load(), fallback.Counters.InFlight.Load(), fallback.Counters.Pending.Load())
 	}
+	// The output reserve (chatBody's max_tokens 3) moves with the lease.
+	if p, f := primary.Counters.OutputReserve.Load(), fallback.Counters.OutputReserve.Load(); p != 0 || f != 3 {
+		t.Fatalf("after served by the fallback: output reserve %d on the primary, %d on the fallback, want 0 and 3", p, f)
+	}
 	l.Prefilled()
 	if fallback.Counters.Pending.Load() != 0 || fallback.Counters.PendingPrefillTokens.Load() != 0 {
 		t.Fatalf("after the first byte: %d pending, %d pending prefill tokens", fallback.Counters.Pending.Load(), fallback.Counters.PendingPrefillTokens.Load())
@@ -227,8 +231,8 @@ func TestEPPShedAndSettle(t *testing.T) {
 	second.Lease.Done()
 	for _, rep := range snap.Replicas {
 		c := &rep.Counters
-		if c.InFlight.Load() != 0 || c.Pending.Load() != 0 || c.PendingPrefillTokens.Load() != 0 {
-			t.Errorf("%s: counts left %d/%d/%d", rep.ID, c.InFlight.Load(), c.Pending.Load(), c.PendingPrefillTokens.Load())
+		if c.InFlight.Load() != 0 || c.Pending.Load() != 0 || c.PendingPrefillTokens.Load() != 0 || c.OutputReserve.Load() != 0 {
+			t.Errorf("%s: counts left %d/%d/%d/%d", rep.ID, c.InFlight.Load(), c.Pending.Load(), c.PendingPrefillTokens.Load(), c.OutputReserve.Load())
 		}
 	}
 	metrics := scrape(t, b)

@@ -80,6 +80,12 @@ type request struct {
 	estimated bool
 }
 
+// outputReserve is the KV memory, in tokens, the request's lease counts for
+// its output (route.CostConfig.OutputReserve of its model's routing).
+func (rq *request) outputReserve() int {
+	return rq.model.cfg.Routing.Cost.OutputReserve(rq.maxTokens)
+}
+
 // forward handles a proxied route: read, resolve, tokenize, then attempts.
 func (b *Balancer) forward(w http.ResponseWriter, r *http.Request, k kind) {
 	rq := request{start: b.now(), id: w.Header().Get(HeaderRequestID), kind: k, mode: modeProxy}
@@ -246,7 +252,7 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 		}
 		rep := set.Replicas[idx]
 		b.recordDecision(rq, set, sc, idx, attempt+1, d, now)
-		if !rep.TryAcquire(d.UncachedTokens) {
+		if !rep.TryAcquire(d.UncachedTokens, rq.outputReserve()) {
 			// Lost a race for its last slot: pick again without it.
 			sc.full = append(sc.full, rep)
 			continue
@@ -302,7 +308,7 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 // the attempt failed before its first byte: retry names why, and resp (a
 // 502/503/504, body unread) or err is what it got.
 func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep *fleet.Replica, d route.Decision, deadline time.Time) (done bool, retry string, resp *http.Response, err error) {
-	ls := &lease{rep: rep, uncached: d.UncachedTokens}
+	ls := &lease{rep: rep, uncached: d.UncachedTokens, output: rq.outputReserve()}
 	if !rq.stream {
 		// Its first token is invisible: the prefill is taken to end at the
 		// estimate, so its decode is not counted as queued prefill.

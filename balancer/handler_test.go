@@ -240,6 +240,43 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	}
 }
 
+// A request's lease reserves KV memory for its output: its max_tokens
+// capped at routing.cost.expected_output_tokens (256 by default), 256 when it
+// states none; released when it ends.
+func TestOutputReserveFollowsMaxTokens(t *testing.T) {
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(3)
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		started.Done()
+		<-release
+		okHandler(w, r)
+	})
+	b, srv := newTestBalancer(t, testConfig(up.srv.URL))
+	var done sync.WaitGroup
+	for _, extra := range []string{`,"max_tokens":64`, `,"max_completion_tokens":1000`, ``} {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			resp, err := http.Post(srv.URL+"/v1/completions", "application/json", strings.NewReader(`{"model":"m","prompt":"x"`+extra+`}`))
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	started.Wait()
+	rep := b.fleet.Snapshot().Replicas[0]
+	if got, want := rep.Counters.OutputReserve.Load(), int64(64+256+256); got != want {
+		t.Errorf("output reserve %d with three requests in flight, want %d", got, want)
+	}
+	close(release)
+	done.Wait()
+	waitFor(t, func() bool { return rep.Counters.InFlight.Load() == 0 })
+	if got := rep.Counters.OutputReserve.Load(); got != 0 {
+		t.Errorf("output reserve %d after every request ended, want 0", got)
+	}
+}
+
 func TestModelsList(t *testing.T) {
 	up := newUpstream(t, okHandler)
 	_, srv := newTestBalancer(t, testConfig(up.srv.URL))

@@ -15,6 +15,7 @@ import (
 type lease struct {
 	rep       *fleet.Replica
 	uncached  int
+	output    int // the request's OutputReserve
 	prefilled atomic.Bool
 	timer     *time.Timer // the estimated prefill end of a non-streaming request
 }
@@ -35,5 +36,5 @@ func (l *lease) release() {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
-	l.rep.Counters.Done(l.uncached, l.prefilled.Swap(true))
+	l.rep.Counters.Done(l.uncached, l.output, l.prefilled.Swap(true))
 }

@@ -100,7 +100,7 @@ func TestCapsNeverOvershoot(t *testing.T) {
 			wg.Go(func() {
 				local := rand.New(rand.NewPCG(uint64(trial), uint64(g)))
 				for range 500 {
-					if !r.TryAcquire(10) {
+					if !r.TryAcquire(10, 0) {
 						continue
 					}
 					in, pend := r.Counters.InFlight.Load(), r.Counters.Pending.Load()
@@ -111,7 +111,7 @@ func TestCapsNeverOvershoot(t *testing.T) {
 					if first {
 						r.Counters.Prefilled(10)
 					}
-					r.Counters.Done(10, first)
+					r.Counters.Done(10, 0, first)
 				}
 			})
 		}
@@ -257,11 +257,11 @@ func TestFullReplicaAtCap(t *testing.T) {
 	s := spec("r", "m")
 	s.MaxConcurrency = 1
 	r := newReplica(s)
-	if !r.TryAcquire(0) || r.TryAcquire(0) {
+	if !r.TryAcquire(0, 0) || r.TryAcquire(0, 0) {
 		t.Fatal("cap of 1 not enforced")
 	}
-	r.Counters.Done(0, false)
-	if !r.TryAcquire(0) {
+	r.Counters.Done(0, 0, false)
+	if !r.TryAcquire(0, 0) {
 		t.Fatal("released slot not reusable")
 	}
 }

@@ -153,9 +153,10 @@ func (r *Replica) markUp() {
 // TryAcquire counts a request against the replica's caps: it increments
 // InFlight and Pending only if both stay within MaxConcurrency and
 // MaxPending, with compare-and-swap so concurrent callers never overshoot,
-// and adds uncached to PendingPrefillTokens. It reports whether the request
-// was counted; release it with Counters.Prefilled and Counters.Done.
-func (r *Replica) TryAcquire(uncached int) bool {
+// and adds uncached to PendingPrefillTokens and output (the request's
+// route.CostConfig.OutputReserve) to OutputReserve. It reports whether the
+// request was counted; release it with Counters.Prefilled and Counters.Done.
+func (r *Replica) TryAcquire(uncached, output int) bool {
 	c := &r.Counters
 	if !incBelow(&c.InFlight, r.MaxConcurrency) {
 		return false
@@ -165,6 +166,7 @@ func (r *Replica) TryAcquire(uncached int) bool {
 		return false
 	}
 	c.PendingPrefillTokens.Add(int64(uncached))
+	c.OutputReserve.Add(int64(output))
 	return true
 }
 

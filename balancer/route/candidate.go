@@ -92,6 +92,11 @@ type Work struct {
 	Pending int
 	// PrefillTokens is the uncached prompt tokens of the Pending requests.
 	PrefillTokens int64
+	// OutputReserve is the KV memory, in tokens, the InFlight requests'
+	// outputs may still take (CostConfig.OutputReserve): this balancer's
+	// own by each request's stated max_tokens, the others'
+	// ExpectedOutputTokens each.
+	OutputReserve int64
 }
 
 // Decodes returns the requests past their prefill (decoding).
@@ -206,7 +211,11 @@ func (c *Candidate) own() (inFlight, pending, tokens int64) {
 // ownWork returns the balancer's own counts as a Work.
 func (c *Candidate) ownWork() Work {
 	f, p, t := c.own()
-	return Work{InFlight: int(max(f, 0)), Pending: int(max(p, 0)), PrefillTokens: max(t, 0)}
+	w := Work{InFlight: int(max(f, 0)), Pending: int(max(p, 0)), PrefillTokens: max(t, 0)}
+	if c.Own != nil {
+		w.OutputReserve = max(c.Own.OutputReserve.Load(), 0)
+	}
+	return w
 }
 
 // ttftScale returns c's correction relative to mean (see TTFTScale).

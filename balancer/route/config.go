@@ -100,11 +100,11 @@ type CostConfig struct {
 	// request when the replica does not report its waiting prefill tokens;
 	// it also sizes the attention of queued prefills.
 	QueuedPromptTokens int `yaml:"queued_prompt_tokens"`
-	// ExpectedOutputTokens is the assumed output length of a request, for
-	// the KV memory the bound keeps free for decodes (load.go kvFit): a
-	// request that has not started decoding will add about this many
-	// tokens, a decoding one about half of it. A request's own max_tokens
-	// lowers its figure. 0: no reserve (the bound counts prompts only).
+	// ExpectedOutputTokens is the assumed output length of a request still
+	// to come, for the KV memory the bound keeps free for decodes (load.go
+	// kvFit, OutputReserve): every request in flight, decoding or not, may
+	// still add about this many tokens. A request's own max_tokens lowers
+	// its figure. 0: no reserve (the bound counts prompts only).
 	ExpectedOutputTokens int `yaml:"expected_output_tokens"`
 	// HotPrefixQueueWait is the estimated queue wait on the best replica
 	// above which a prefix it holds counts as hot: the request goes to the
@@ -301,4 +301,16 @@ func (c CostConfig) validate(path string, errs []error) []error {
 		bad("miss_penalty", ">= 0 and finite", c.MissPenalty)
 	}
 	return errs
+}
+
+// OutputReserve returns the KV memory, in tokens, a request stating
+// maxTokens output tokens (0: none stated) is expected to take for its
+// output while in flight: ExpectedOutputTokens, or maxTokens where that is
+// lower (a bound, not an expectation). 0 when ExpectedOutputTokens is 0.
+func (c CostConfig) OutputReserve(maxTokens int) int {
+	e := max(c.ExpectedOutputTokens, 0)
+	if maxTokens > 0 {
+		return min(maxTokens, e)
+	}
+	return e
 }

@@ -13,10 +13,12 @@ import (
 // interference, in estimated time) by more than LoadFactor × the weighted mean
 // delay, by more than one full engine step and by more than its cache saves
 // this request, is skipped (a spill): the miss penalty may keep a prefix at
-// home, but not on a replica so loaded that going cold would be faster. So is
-// a candidate whose KV memory cannot hold the request's uncached tokens
-// beside what it holds and has queued (base.kvFit), while another is known to
-// hold it (a replica without a fresh report is neither). Among
+// home, but not on a replica so loaded that going cold would be faster. A
+// candidate whose KV memory cannot hold the request's uncached tokens beside
+// what it holds, has queued and will write (base.kvFit) is charged the
+// estimated wait for that memory (costModel.kvWait); where no wait can be
+// estimated it is skipped while another is known to hold the request (a
+// replica whose memory is unknown is charged the least known wait). Among
 // the candidates under the bound whose scores are within TieMargin of the
 // lowest, the one that holds most of the prompt wins, then the prefix's
 // rendezvous order: different prompts spread over near-equal replicas, so
@@ -52,8 +54,8 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	totalDelay, weights := 0.0, 0.0
 	cold, _ := p.est.ttft(0, 0, prompt, 0)
 	s.load = s.load[:0]
-	s.short = s.short[:0]
-	fits := 0
+	s.kvWait = s.kvWait[:0]
+	fits, unknown, known := 0, 0, math.Inf(1) // known: the least wait for memory known
 	mean := meanTTFTScale(cands, s.elig)
 	bs := req.blockSize()
 	for _, i := range s.elig {
@@ -61,34 +63,69 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		w := p.work(c, now)
 		cached := int(s.cached[i])
 		kv := p.kvFit(c, w, now, prompt-cached, req.OutputTokens, bs)
-		s.short = append(s.short, kv == kvShort)
-		if kv == kvFits {
-			fits++
-		}
 		scale := c.ttftScale(mean)
+		kvWait := p.kvWait(kv, w, prompt-cached) * scale
+		switch kv.state {
+		case kvFits:
+			fits++
+			known = 0
+		case kvShort:
+			known = min(known, kvWait)
+		case kvUnknown:
+			kvWait = -1 // charged the least known wait, below
+			unknown++
+		}
+		s.kvWait = append(s.kvWait, kvWait)
 		t, wait := p.est.ttft(float64(w.PrefillTokens), w.Decodes(), prompt-cached, cached)
 		idle, _ := p.est.ttft(0, 0, prompt-cached, cached)
-		delay := max(t-idle, 0) * scale
-		s.score = append(s.score, (t+p.est.penalty(prompt-cached, cached))*scale)
+		mem := 0.0 // the wait for memory: delay, not a queue of prefill (wait)
+		if kvWait > 0 && !math.IsInf(kvWait, 1) {
+			mem = kvWait
+		}
+		delay := max(t-idle, 0)*scale + mem
+		s.score = append(s.score, (t+p.est.penalty(prompt-cached, cached))*scale+mem)
 		s.queue = append(s.queue, wait*scale)
 		s.delay = append(s.delay, delay)
 		s.load = append(s.load, max(cold-idle, 0)*scale)
 		totalDelay += delay
 		weights += c.weight()
 	}
+	if unknown > 0 {
+		// A replica whose memory is unknown (no fresh report, or no capacity
+		// known) is taken to wait as long as the best known one: neither
+		// the place the others' shortage sends requests to, nor turned away.
+		if math.IsInf(known, 1) {
+			known = 0
+		}
+		for k := range s.elig {
+			if s.kvWait[k] < 0 {
+				s.kvWait[k] = known
+				s.score[k] += known
+				s.delay[k] += known
+				totalDelay += known
+			}
+		}
+	}
 	minBound := p.est.step(float64(p.est.budget), 0)
+	short := func(k int) bool { return math.IsInf(s.kvWait[k], 1) }
 	under := func(k int) bool {
-		if s.short[k] && fits > 0 {
+		if short(k) && fits > 0 {
 			return false
 		}
 		return s.delay[k] <= max(p.cfg.LoadFactor*totalDelay/weights*cands[s.elig[k]].weight(), minBound, s.load[k])
 	}
+	// all is the best by score with no wait for memory counted: the
+	// choice, were every replica's memory unbounded.
 	best, all := -1, -1
 	bestT, allT := math.Inf(1), math.Inf(1)
 	for k := range s.elig {
 		t := s.score[k]
-		if t < allT {
-			all, allT = k, t
+		a := t
+		if !short(k) {
+			a -= s.kvWait[k]
+		}
+		if a < allT {
+			all, allT = k, a
 		}
 		if t < bestT && under(k) {
 			best, bestT = k, t
@@ -96,7 +133,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	}
 	if best < 0 { // every candidate not short of KV is over the bound on work
 		for k := range s.elig {
-			if t := s.score[k]; !s.short[k] && (best < 0 || t < bestT) {
+			if t := s.score[k]; !short(k) && (best < 0 || t < bestT) {
 				best, bestT = k, t
 			}
 		}
@@ -107,7 +144,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	reason := ReasonLowestTTFT
 	if best != all {
 		reason = ReasonLoadSpill
-		if s.short[all] {
+		if s.kvWait[all] > 0 {
 			reason = ReasonKVSpill
 		}
 	}
@@ -160,6 +197,53 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	d.TTFTs, d.Waits = p.estimates(cands, s, prompt, mean)
 	p.place(req, cands[i].key(), now)
 	return i, d, nil
+}
+
+// kvWait estimates, in ns, what a request needing need uncached prompt
+// tokens loses on a replica whose KV memory it is short of (room, for the
+// work w there): 0 when it fits or nothing is known, +Inf when no estimate
+// can be made (no fresh report, nothing in flight whose end would free
+// memory, or not enough even when all of it ends), which makes the bound
+// skip the replica while another has room.
+//
+// The engine frees memory as its requests finish. With n requests in
+// flight, R̄ the mean output each may still write (w.OutputReserve / n) and
+// output lengths taken as memoryless, each ends at a rate of 1/R̄ a step and
+// frees its share of the blocks in use (used/n) and of the reserve (R̄). So
+// the shortfall needs k = ⌈deficit / (used/n + R̄)⌉ of them to end, and the
+// k-th of n ends after R̄·(1/n + 1/(n-1) + … + 1/(n-k+1)) steps, each the
+// length of a step with the decodes and the prefill queued there. A few
+// long requests holding the memory make a long wait (one in n ends every
+// R̄/n steps), many short ones a short wait. Until then vLLM V1 admits the
+// request while its next chunk's blocks are free and, when a decode needs a
+// block and none is, preempts the newest running sequence (this request)
+// and computes it again later: its own prefill is charged once more.
+//
+// Before this estimate the bound skipped every short replica while one had
+// room, which in a memory-bound regime (W6 at 1x: 1,024-token prompts,
+// 64-token answers, every replica near full) sent runs of 21 requests to the
+// one with room, a queue of prefills far longer than the wait for a full
+// replica to free a request's blocks (docs/routing.md).
+func (p *costModel) kvWait(room kvRoom, w Work, need int) float64 {
+	if room.state != kvShort {
+		return 0
+	}
+	n := w.InFlight
+	if room.used <= 0 || n <= 0 || w.OutputReserve <= 0 {
+		return math.Inf(1)
+	}
+	rbar := float64(w.OutputReserve) / float64(n)
+	k := int(math.Ceil(room.deficit / (room.used/float64(n) + rbar)))
+	if k > n {
+		return math.Inf(1)
+	}
+	steps := 0.0
+	for j := range k {
+		steps += rbar / float64(n-j)
+	}
+	decodes := w.Decodes()
+	tokens := min(float64(decodes)+float64(max(w.PrefillTokens, 0)), float64(max(p.est.budget, decodes)))
+	return steps*p.est.step(tokens, decodes) + p.est.prefill(float64(max(need, 0)), decodes)
 }
 
 // estimate returns the estimated TTFT of eligible candidate k: its score

@@ -244,6 +244,84 @@ func TestCostModelLapsedReportDoesNotDrawTheOverflow(t *testing.T) {
 	}
 }
 
+// A replica short of KV memory is charged the estimated wait for it, which
+// depends on what holds the memory. Three replicas are full and one has
+// room behind queued 1,024-token prefills. When many short requests hold the
+// memory (W6: 62 in flight with 64-token answers), one ends every step or
+// two and frees its blocks, so waiting for memory beats a queue of 21: the
+// request goes to a full replica. When a few long requests hold it (4 in
+// flight of 16,000 tokens with 256 still to write each), the first ends
+// after about 64 steps: the request goes to the replica with room and 4
+// queued (kv_spill). Before the estimate the bound skipped every short
+// replica in both cases.
+func TestCostModelWaitsForMemory(t *testing.T) {
+	setup := func(inFlight int, perReserve int64, queued int) []Candidate {
+		cs := cands(4)
+		withCapacity(cs, 4096) // 65,536 tokens of 16
+		for i := range 3 {
+			cs[i].Own.InFlight.Add(int64(inFlight))
+			cs[i].Own.OutputReserve.Add(int64(inFlight) * perReserve)
+			cs[i].Load.KVUsage = 0.999
+		}
+		cs[3].Load.KVUsage = 0.5
+		for range queued {
+			lease(cs[3].Own, 1024)
+		}
+		cs[3].Own.InFlight.Add(int64(40 - queued))
+		cs[3].Own.OutputReserve.Add(40 * perReserve)
+		return cs
+	}
+	p := newPolicy(t, PolicyCostModel, nil)
+	r := req(prompt(7000, 7000, 0, 64))
+	r.OutputTokens = 64
+	got, d := mustPick(t, p, r, setup(62, 64, 21))
+	if got == 3 {
+		t.Errorf("many short requests holding the memory: picked the replica with 21 queued prefills (%q, TTFTs %v), want a full one", d.Reason, d.TTFTs)
+	}
+	r = req(prompt(7001, 7001, 0, 64))
+	got, d = mustPick(t, p, r, setup(4, 256, 4))
+	if got != 3 || d.Reason != ReasonKVSpill {
+		t.Errorf("a few long requests holding the memory: picked %d (%q, TTFTs %v), want 3 (kv_spill)", got, d.Reason, d.TTFTs)
+	}
+}
+
+// kvWait: k = ⌈deficit / (used/n + R̄)⌉ requests must end, the k-th of n
+// after R̄·(1/n + … + 1/(n-k+1)) steps; no estimate without a fresh report,
+// with nothing in flight, or when all of it ending is not enough.
+func TestKVWait(t *testing.T) {
+	p := newPolicy(t, PolicyCostModel, nil).(*costModel)
+	w := Work{InFlight: 10, OutputReserve: 10 * 100}
+	step := p.est.step(10, 10)
+	for _, tc := range []struct {
+		name  string
+		room  kvRoom
+		w     Work
+		steps float64 // -1: +Inf
+	}{
+		{"fits", kvRoom{state: kvFits, used: 1000}, w, 0},
+		{"one must end", kvRoom{state: kvShort, deficit: 100, used: 10000}, w, 100.0 / 10},
+		{"two must end", kvRoom{state: kvShort, deficit: 1101, used: 10000}, w, 100.0/10 + 100.0/9},
+		{"all must end", kvRoom{state: kvShort, deficit: 11000, used: 10000}, w, 100 * (1.0/10 + 1.0/9 + 1.0/8 + 1.0/7 + 1.0/6 + 1.0/5 + 1.0/4 + 1.0/3 + 1.0/2 + 1)},
+		{"more than all", kvRoom{state: kvShort, deficit: 11001, used: 10000}, w, -1},
+		{"no report", kvRoom{state: kvShort, deficit: 100}, w, -1},
+		{"nothing in flight", kvRoom{state: kvShort, deficit: 100, used: 10000}, Work{}, -1},
+	} {
+		got := p.kvWait(tc.room, tc.w, 0)
+		want := tc.steps * step
+		if tc.steps < 0 {
+			want = math.Inf(1)
+		}
+		if math.Abs(got-want) > 1e-6*max(want, 1) && !(math.IsInf(got, 1) && math.IsInf(want, 1)) {
+			t.Errorf("%s: kvWait = %v ns, want %v (%v steps of %v)", tc.name, got, want, tc.steps, step)
+		}
+	}
+	// The request's own prefill is charged once more (preemption).
+	room := kvRoom{state: kvShort, deficit: 100, used: 10000}
+	if got, want := p.kvWait(room, w, 2048)-p.kvWait(room, w, 0), p.est.prefill(2048, 10); math.Abs(got-want) > 1e-6*want {
+		t.Errorf("own prefill charged %v ns, want %v", got, want)
+	}
+}
+
 // Many decoding requests slow a replica's prefill steps (decode
 // interference): of two cold replicas the one with fewer decodes wins.
 func TestCostModelDecodeInterference(t *testing.T) {
@@ -512,9 +590,10 @@ func TestCostModelCorrectionIsRelative(t *testing.T) {
 
 // kvFit counts the KV blocks in use, the prefill still queued, the
 // request's own uncached tokens and the reserve for the output still to be
-// written (expected_output_tokens E: E per request in flight there, pending
-// or decoding, and min(max_tokens, E) for the request) against the capacity,
-// in the replica's block size.
+// written (Work.OutputReserve for the requests in flight there, and
+// min(max_tokens, E) for the request, E = expected_output_tokens) against
+// the capacity, in the replica's block size, and says by how much it is
+// short.
 func TestKVShort(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Cost.ExpectedOutputTokens = 200
@@ -532,35 +611,43 @@ func TestKVShort(t *testing.T) {
 		{"the output does not fit", Work{}, 15801, 0, true},
 		{"max_tokens lowers the request's reserve", Work{}, 15900, 100, false},
 		{"max_tokens above E does not raise it", Work{}, 15801, 5000, true},
-		{"queued prefill counts", Work{InFlight: 1, Pending: 1, PrefillTokens: 8000}, 7600, 0, false},
-		{"queued prefill and its output count", Work{InFlight: 1, Pending: 1, PrefillTokens: 8000}, 7601, 0, true},
-		{"each decode keeps E", Work{InFlight: 10}, 13800, 0, false},
-		{"each decode keeps E, full", Work{InFlight: 10}, 13801, 0, true},
+		{"queued prefill counts", Work{InFlight: 1, Pending: 1, PrefillTokens: 8000, OutputReserve: 200}, 7600, 0, false},
+		{"queued prefill and its output count", Work{InFlight: 1, Pending: 1, PrefillTokens: 8000, OutputReserve: 200}, 7601, 0, true},
+		{"the decodes' reserve counts", Work{InFlight: 10, OutputReserve: 2000}, 13800, 0, false},
+		{"the decodes' reserve counts, full", Work{InFlight: 10, OutputReserve: 2000}, 13801, 0, true},
+		{"short max_tokens in flight keep less", Work{InFlight: 10, OutputReserve: 500}, 15300, 0, false},
 	} {
-		if got := b.kvFit(&c, tc.w, t0, tc.need, tc.out, 16) == kvShort; got != tc.want {
+		room := b.kvFit(&c, tc.w, t0, tc.need, tc.out, 16)
+		if got := room.state == kvShort; got != tc.want {
 			t.Errorf("%s: kvFit(%+v, need %d, out %d) short = %v, want %v", tc.name, tc.w, tc.need, tc.out, got, tc.want)
 		}
+		if tc.want && room.deficit != 1 {
+			t.Errorf("%s: deficit %v tokens, want 1", tc.name, room.deficit)
+		}
+		if room.used != 16000 {
+			t.Errorf("%s: used %v tokens, want 16000", tc.name, room.used)
+		}
 	}
-	if got := b.kvFit(&c, Work{}, t0, 100, 0, 16); got != kvFits {
+	if got := b.kvFit(&c, Work{}, t0, 100, 0, 16).state; got != kvFits {
 		t.Errorf("kvFit with a fresh report and room = %v, want kvFits", got)
 	}
 	b.cfg.Cost.ExpectedOutputTokens = 0 // no reserve: prompts only
-	if b.kvFit(&c, Work{InFlight: 10}, t0, 16000, 0, 16) == kvShort {
+	if b.kvFit(&c, Work{InFlight: 10}, t0, 16000, 0, 16).state == kvShort {
 		t.Error("kvFit without a reserve counted output")
 	}
 	b.cfg.Cost.ExpectedOutputTokens = 200
 	// Without a fresh report the usage is unknown: this balancer's own work
 	// is a floor (short when it alone overflows), else unknown, never room.
 	c.Load.Stale = true
-	if got := b.kvFit(&c, Work{}, t0, 20000, 0, 16); got != kvUnknown {
+	if got := b.kvFit(&c, Work{}, t0, 20000, 0, 16).state; got != kvUnknown {
 		t.Errorf("kvFit with a stale report and room for own work = %v, want kvUnknown", got)
 	}
-	if got := b.kvFit(&c, Work{InFlight: 20, Pending: 20, PrefillTokens: 20000}, t0, 8000, 0, 16); got != kvShort {
+	if got := b.kvFit(&c, Work{InFlight: 20, Pending: 20, PrefillTokens: 20000, OutputReserve: 4000}, t0, 8000, 0, 16).state; got != kvShort {
 		t.Errorf("kvFit with a stale report and own work over the capacity = %v, want kvShort", got)
 	}
 	c.Load.Stale = false
 	c.CapacityBlocks = 0
-	if got := b.kvFit(&c, Work{}, t0, 1<<30, 0, 16); got != kvUnknown {
+	if got := b.kvFit(&c, Work{}, t0, 1<<30, 0, 16).state; got != kvUnknown {
 		t.Errorf("kvFit with an unknown capacity = %v, want kvUnknown", got)
 	}
 }

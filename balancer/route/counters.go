@@ -16,6 +16,10 @@ type Counters struct {
 	// PendingPrefillTokens is the predicted uncached prompt tokens of the
 	// Pending requests: the prefill work this balancer has queued there.
 	PendingPrefillTokens atomic.Int64
+	// OutputReserve is the KV memory, in tokens, the outputs of the
+	// InFlight requests may still take: each one's CostConfig.OutputReserve,
+	// counted until it ends.
+	OutputReserve atomic.Int64
 }
 
 // Prefilled records that a started request's prefill is over. Call it at
@@ -26,11 +30,13 @@ func (c *Counters) Prefilled(uncached int) {
 	c.PendingPrefillTokens.Add(-int64(uncached))
 }
 
-// Done records the end of a started request. prefilled reports whether
-// Prefilled was called for it; if not, Done also undoes its pending counts.
-func (c *Counters) Done(uncached int, prefilled bool) {
+// Done records the end of a started request, with the uncached and output
+// its lease counted. prefilled reports whether Prefilled was called for it;
+// if not, Done also undoes its pending counts.
+func (c *Counters) Done(uncached, output int, prefilled bool) {
 	if !prefilled {
 		c.Prefilled(uncached)
 	}
+	c.OutputReserve.Add(-int64(output))
 	c.InFlight.Add(-1)
 }

@@ -104,14 +104,16 @@ func TestDryRunMatchesPick(t *testing.T) {
 }
 
 // TestWorkOf checks that WorkOf counts this balancer's own requests and the
-// other origins' from a fresh report.
+// other origins' from a fresh report, with the output reserve of each.
 func TestWorkOf(t *testing.T) {
 	p := newPolicy(t, PolicyCostModel, nil)
 	c := cands(1)[0]
 	lease(c.Own, 100)
+	c.Own.OutputReserve.Add(64) // its max_tokens
 	c.Load = Load{Known: true, Exact: true, Report: load.Report{InFlight: 2, Pending: 1, PrefillTokens: 50}}
 	got := WorkOf(p, &c, t0.Add(time.Millisecond))
-	want := Work{InFlight: 3, Pending: 2, PrefillTokens: 150}
+	// The other origins' two requests reserve expected_output_tokens each.
+	want := Work{InFlight: 3, Pending: 2, PrefillTokens: 150, OutputReserve: 64 + 2*256}
 	if got != want {
 		t.Errorf("WorkOf = %+v, want %+v", got, want)
 	}

@@ -90,7 +90,7 @@ func TestConcurrentPicks(t *testing.T) {
 							return
 						}
 						lease(cs[k].Own, d.UncachedTokens)
-						cs[k].Own.Done(d.UncachedTokens, false)
+						cs[k].Own.Done(d.UncachedTokens, 0, false)
 					}
 				})
 			}

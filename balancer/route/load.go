@@ -24,11 +24,13 @@ func (b *base) work(c *Candidate, now time.Time) Work {
 		w.InFlight += others.InFlight + unseen
 		w.Pending += others.Pending + unseen
 		w.PrefillTokens += others.PrefillTokens + int64(unseen)*int64(b.cfg.Cost.QueuedPromptTokens)
+		w.OutputReserve += int64(others.InFlight+unseen) * int64(b.cfg.Cost.ExpectedOutputTokens)
 		return w
 	}
 	// Only the engine's counts: they include this balancer's requests, so
 	// they are a floor, not an addition.
 	if n := int(l.Running + l.Waiting); n > w.InFlight {
+		w.OutputReserve += int64(n-w.InFlight) * int64(b.cfg.Cost.ExpectedOutputTokens)
 		w.InFlight = n
 	}
 	if waiting := int(l.Waiting); waiting > w.Pending {
@@ -61,6 +63,15 @@ const (
 	kvShort
 )
 
+// kvRoom is what a balancer knows of a replica's KV memory for a request
+// (base.kvFit).
+type kvRoom struct {
+	state kvState
+	// deficit is the tokens the request is short by (kvShort only), and
+	// used the tokens a fresh report shows in use (0 without one).
+	deficit, used float64
+}
+
 // kvFit reports whether c's KV memory holds a request needing need more
 // prompt tokens of it and stating out output tokens (0: unknown) while w is
 // in flight: the blocks the engine reported in use (Load.KVUsage of
@@ -69,59 +80,52 @@ const (
 // reserve for the output every request there will still write (decodeReserve)
 // against the capacity. An engine short of KV blocks does not admit the
 // request until decodes finish, or preempts one and computes it again:
-// either is a wait the step-time estimate does not see. Without a fresh
-// report the usage is unknown and w is this balancer's own work only (work):
-// that is still a floor, so a replica it fills is short, and otherwise
-// unknown, never "fits". Counted as room, a replica whose report lapsed took
-// every request the bound turned away from the full ones (W6 at 1.5x, one
-// balancer: 150 requests in a row to one replica).
-func (b *base) kvFit(c *Candidate, w Work, now time.Time, need, out, bs int) kvState {
+// either is a wait the step-time estimate does not see (costModel.kvWait
+// estimates it). Without a fresh report the usage is unknown and w is this
+// balancer's own work only (work): that is still a floor, so a replica it
+// fills is short, and otherwise unknown, never "fits". Counted as room, a
+// replica whose report lapsed took every request the bound turned away from
+// the full ones (W6 at 1.5x, one balancer: 150 requests in a row to one
+// replica).
+func (b *base) kvFit(c *Candidate, w Work, now time.Time, need, out, bs int) kvRoom {
 	if c.CapacityBlocks <= 0 {
-		return kvUnknown
+		return kvRoom{}
 	}
 	if c.BlockSize > 0 {
 		bs = c.BlockSize
 	}
 	capacity := float64(c.CapacityBlocks) * float64(bs)
 	fresh := b.loadFresh(c, now)
-	used := 0.0
+	r := kvRoom{}
 	if fresh {
-		used = min(max(c.Load.KVUsage, 0), 1) * capacity
+		r.used = min(max(c.Load.KVUsage, 0), 1) * capacity
 	}
+	total := r.used + float64(max(w.PrefillTokens, 0)) + float64(max(need, 0)) + b.decodeReserve(w, out)
 	switch {
-	case used+float64(max(w.PrefillTokens, 0))+float64(max(need, 0))+b.decodeReserve(w, out) > capacity:
-		return kvShort
+	case total > capacity:
+		r.state, r.deficit = kvShort, total-capacity
 	case fresh:
-		return kvFits
-	default:
-		return kvUnknown
+		r.state = kvFits
 	}
+	return r
 }
 
 // decodeReserve is the KV memory, in tokens, that the output of the requests
 // in w and of a new request stating out output tokens will still take: the
 // KV usage in a report counts what each request has written so far, and a
-// running request's cache grows by a token a step until it finishes. With E
-// = Cost.ExpectedOutputTokens, every request there, pending or decoding,
-// will write about E more, and the new request min(out, E), its max_tokens
-// being a bound, not an expectation. E for a decoding request too, not E/2:
-// output lengths are closer to memoryless (a request that has written many
-// tokens is as likely to go on as a new one) than to uniform, and the bound
-// guards a tail: admitting onto a replica whose decodes then outgrow its
-// memory costs a preemption or a wait of whole decodes, while spilling costs
-// the queue the estimate shows. Measured on the Mooncake trace
-// (docs/routing.md): with E/2 the slowest request went to a replica at 83%
-// KV with 11 decodes, where it fitted by 600 tokens, and waited 1.5 s.
+// running request's cache grows by a token a step until it finishes. Each
+// request counts its CostConfig.OutputReserve: min(max_tokens, E) with E =
+// Cost.ExpectedOutputTokens, E where no bound is stated or known (another
+// balancer's requests, and the engine's own counts). E for a decoding
+// request too, not E/2: output lengths are closer to memoryless (a request
+// that has written many tokens is as likely to go on as a new one) than to
+// uniform, and the bound guards a tail: admitting onto a replica whose
+// decodes then outgrow its memory costs a preemption or a wait of whole
+// decodes. Measured on the Mooncake trace (docs/routing.md): with E/2 the
+// slowest request went to a replica at 83% KV with 11 decodes, where it
+// fitted by 600 tokens, and waited 1.5 s.
 func (b *base) decodeReserve(w Work, out int) float64 {
-	e := b.cfg.Cost.ExpectedOutputTokens
-	if e <= 0 {
-		return 0
-	}
-	own := e
-	if out > 0 {
-		own = min(out, e)
-	}
-	return float64(max(w.InFlight, 0))*float64(e) + float64(own)
+	return float64(max(w.OutputReserve, 0)) + float64(b.cfg.Cost.OutputReserve(out))
 }
 
 // WorkOf returns the work p's load model sees on c at now: this balancer's

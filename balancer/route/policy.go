@@ -125,7 +125,7 @@ type Scratch struct {
 	score   []float64       // per eligible
 	queue   []float64       // cost_model: queue wait per eligible, ns
 	delay   []float64       // cost_model: delay its load adds, per eligible, ns
-	short   []bool          // cost_model: KV memory too short, per eligible
+	kvWait  []float64       // cost_model: estimated wait for KV memory, per eligible, ns (+Inf: short, no estimate)
 	cached  []int32         // predicted cached tokens per candidate
 	scores  []float64       // Decision.Scores, per candidate
 	ttfts   []time.Duration // Decision.TTFTs, per candidate
@@ -142,7 +142,7 @@ func NewScratch(n int) *Scratch {
 		score:  make([]float64, 0, n),
 		queue:  make([]float64, 0, n),
 		delay:  make([]float64, 0, n),
-		short:  make([]bool, 0, n),
+		kvWait: make([]float64, 0, n),
 		cached: make([]int32, 0, n),
 		scores: make([]float64, 0, n),
 		hits:   make([]overlayHit, 0, maxOverlayPoints+2),
