@@ -31,7 +31,8 @@ type Config struct {
 	// RequestTimeout bounds one request.
 	RequestTimeout time.Duration `json:"request_timeout"`
 	// Drain bounds the wait for sessions still running after the last
-	// arrival; what is unfinished then is cancelled and counted as failed.
+	// arrival: after half of it no session starts another turn, and at its
+	// end what is unfinished is cancelled and counted as failed.
 	Drain time.Duration `json:"drain"`
 	// SLO is the goodput objective.
 	SLO SLO `json:"slo"`

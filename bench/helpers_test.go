@@ -103,7 +103,11 @@ func (h *streamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	w.(http.Flusher).Flush()
 	f := w.(http.Flusher)
-	time.Sleep(h.ttft)
+	select { // a client that gives up ends the request
+	case <-time.After(h.ttft):
+	case <-r.Context().Done():
+		return
+	}
 	for i := range h.tokens {
 		if i > 0 {
 			time.Sleep(h.itl)

@@ -98,20 +98,39 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 		}
 		mu.Unlock()
 	}
+	// turnCtx ends at the drain deadline: no turn starts after it, while
+	// requests already sent go on under runCtx.
+	turnCtx, stopTurns := context.WithCancel(runCtx)
+	defer stopTurns()
 	for _, s := range sessions {
-		wg.Go(func() { r.session(runCtx, clients, s, add) })
+		wg.Go(func() { r.session(turnCtx, runCtx, clients, s, add) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	last := sessions[len(sessions)-1].Start
-	drain := time.NewTimer(max(0, last+r.cfg.Drain-c.now()))
+	drain := time.NewTimer(max(0, last+r.cfg.Drain/2-c.now()))
 	defer drain.Stop()
 	select {
 	case <-done:
 	case <-drain.C:
-		r.log.Warn("drain deadline reached; cancelling unfinished requests")
-		cancel()
-		<-done
+		// A request in flight is the target's to answer, not the harness's
+		// to cut: halfway through the drain sessions start no more turns,
+		// and what was sent has the other half to finish before it is
+		// cancelled and counted as failed. (With turns until the end, W2's
+		// sessions lost 1 to 4 requests a run whatever the policy: turns
+		// sent just before the deadline, cut while they streamed.)
+		stopTurns()
+		grace := time.NewTimer(max(0, last+r.cfg.Drain-c.now()))
+		defer grace.Stop()
+		select {
+		case <-done:
+		case <-grace.C:
+			r.log.Warn("drain deadline reached; cancelling unfinished requests")
+			cancel()
+			<-done
+		case <-ctx.Done():
+			<-done
+		}
 	case <-ctx.Done():
 		<-done
 	}
@@ -142,8 +161,9 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 	return res, ctx.Err()
 }
 
-// session sends one session's turns in order.
-func (r *Runner) session(ctx context.Context, clients []*client, s Session, add func(Record, Prompt)) {
+// session sends one session's turns in order, each when it is due, until
+// turns ends; reqs bounds the requests.
+func (r *Runner) session(turns, reqs context.Context, clients []*client, s Session, add func(Record, Prompt)) {
 	c := clients[0]
 	var msgs []chatMessage
 	if s.System != "" {
@@ -154,7 +174,7 @@ func (r *Runner) session(ctx context.Context, clients []*client, s Session, add 
 		if i > 0 {
 			due = c.now() + t.Think
 		}
-		if !waitUntil(ctx, c.now, due) {
+		if !waitUntil(turns, c.now, due) {
 			return
 		}
 		msgs = append(msgs, chatMessage{Role: "user", Content: t.User})
@@ -165,7 +185,7 @@ func (r *Runner) session(ctx context.Context, clients []*client, s Session, add 
 		}
 		rec := Record{Session: s.ID, Turn: i, Warmup: due < r.cfg.Warmup}
 		c := clients[(s.ID+i)%len(clients)]
-		reqCtx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
+		reqCtx, cancel := context.WithTimeout(reqs, r.cfg.RequestTimeout)
 		answer := c.do(reqCtx, body, due, &rec)
 		cancel()
 		p := r.blocks(body, due, answer)

@@ -142,3 +142,46 @@ func TestRunSessionTurns(t *testing.T) {
 		}
 	})
 }
+
+// Halfway through the drain no session starts another turn, so a turn is
+// not sent only to be cut while it streams; at the drain's end a request
+// still unanswered is cancelled and counted as failed.
+func TestRunDrainFinishesWhatWasSent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ttft   time.Duration
+		wantOK bool
+	}{
+		{"answered before the drain's end", 1500 * time.Millisecond, true},
+		{"cut at the drain's end", 5 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := &streamHandler{ttft: tc.ttft, itl: 10 * time.Millisecond, tokens: 2}
+				hc := startPipeServer(t, h)
+				cfg := testConfig()
+				cfg.Drain = 4 * time.Second
+				r, err := NewRunner(cfg, nil, hc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The last arrival is at 1 s: turns stop at 3 s, the drain
+				// ends at 5 s. The first turn ends at 1 s + ttft + 10 ms;
+				// the second, due 2 s later (4.51 s at the earliest), is
+				// never sent. Sent, it would stream past 5 s and be cut.
+				s := Session{Start: time.Second, Turns: []Turn{
+					{User: "ab cd ", MaxTokens: 2}, {User: "ef gh ", MaxTokens: 2, Think: 2 * time.Second}}}
+				res, err := r.Run(context.Background(), []Session{s})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Records) != 1 {
+					t.Fatalf("got %d records, want the first turn only: %+v", len(res.Records), res.Records)
+				}
+				if got := res.Records[0].OK(); got != tc.wantOK {
+					t.Errorf("first turn OK = %v (%+v), want %v", got, res.Records[0], tc.wantOK)
+				}
+			})
+		})
+	}
+}
