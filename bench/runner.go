@@ -98,7 +98,7 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 		}
 		mu.Unlock()
 	}
-	// turnCtx ends at the drain deadline: no turn starts after it, while
+	// turnCtx ends halfway through the drain: no turn starts after it, while
 	// requests already sent go on under runCtx.
 	turnCtx, stopTurns := context.WithCancel(runCtx)
 	defer stopTurns()
