@@ -72,6 +72,14 @@ func candidateRecords(p route.Policy, set *fleet.ModelSet, cands []route.Candida
 			dc.EstimatedTTFTMS = ptr(ms(d.TTFTs[i]))
 			dc.QueueWaitMS = ptr(ms(d.Waits[i]))
 		}
+		if i < len(d.MemoryWaits) {
+			switch m := d.MemoryWaits[i]; {
+			case m == route.MemoryShort:
+				dc.KVShort = true
+			case m > 0:
+				dc.MemoryWaitMS = ptr(ms(m))
+			}
+		}
 		out[i] = dc
 	}
 	return out

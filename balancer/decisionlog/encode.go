@@ -75,6 +75,10 @@ func (c *Candidate) appendJSON(b []byte) []byte {
 	b = appendOptFloat(b, `,"score":`, c.Score)
 	b = appendOptFloat(b, `,"estimated_ttft_ms":`, c.EstimatedTTFTMS)
 	b = appendOptFloat(b, `,"queue_wait_ms":`, c.QueueWaitMS)
+	b = appendOptFloat(b, `,"memory_wait_ms":`, c.MemoryWaitMS)
+	if c.KVShort {
+		b = append(b, `,"kv_short":true`...)
+	}
 	return append(b, '}')
 }
 

@@ -26,7 +26,7 @@ func FuzzAppendJSON(f *testing.F) {
 		if flag {
 			r.Score, r.EstimatedTTFTMS = &x, &y
 			c := &r.Candidates[0]
-			c.KVUsage, c.CachedTokens, c.Score, c.EstimatedTTFTMS, c.QueueWaitMS = &x, &n, &y, &x, &y
+			c.KVUsage, c.CachedTokens, c.Score, c.EstimatedTTFTMS, c.QueueWaitMS, c.MemoryWaitMS, c.KVShort = &x, &n, &y, &x, &y, &x, true
 		}
 		want, err := json.Marshal(&r)
 		if err != nil {

@@ -68,4 +68,10 @@ type Candidate struct {
 	// to first token and the queue wait part of it.
 	EstimatedTTFTMS *float64 `json:"estimated_ttft_ms,omitempty"`
 	QueueWaitMS     *float64 `json:"queue_wait_ms,omitempty"`
+	// MemoryWaitMS is cost_model's estimated wait for KV memory there, part
+	// of its estimated TTFT (absent: none); KVShort that it was short of
+	// memory with no estimate of the wait, and skipped while another
+	// replica had room.
+	MemoryWaitMS *float64 `json:"memory_wait_ms,omitempty"`
+	KVShort      bool     `json:"kv_short,omitempty"`
 }

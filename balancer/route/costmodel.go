@@ -194,7 +194,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		Cached:          s.cached,
 		Scores:          candidateScores(s, len(cands), 1e9),
 	}
-	d.TTFTs, d.Waits = p.estimates(cands, s, prompt, mean)
+	d.TTFTs, d.Waits, d.MemoryWaits = p.estimates(cands, s, prompt, mean)
 	p.place(req, cands[i].key(), now)
 	return i, d, nil
 }
@@ -253,16 +253,21 @@ func (p *costModel) estimate(cands []Candidate, s *Scratch, k, prompt int, mean 
 	return s.score[k] - p.est.penalty(prompt-cached, cached)*cands[s.elig[k]].ttftScale(mean)
 }
 
-// estimates returns every candidate's estimated TTFT and queue wait, in
-// s.ttfts and s.waits (-1 where not eligible).
-func (p *costModel) estimates(cands []Candidate, s *Scratch, prompt int, mean float64) (ttfts, waits []time.Duration) {
-	s.ttfts, s.waits = grow(s.ttfts, len(cands)), grow(s.waits, len(cands))
+// estimates returns every candidate's estimated TTFT, queue wait and wait
+// for memory, in s.ttfts, s.waits and s.mems (-1 where not eligible).
+func (p *costModel) estimates(cands []Candidate, s *Scratch, prompt int, mean float64) (ttfts, waits, mems []time.Duration) {
+	s.ttfts, s.waits, s.mems = grow(s.ttfts, len(cands)), grow(s.waits, len(cands)), grow(s.mems, len(cands))
 	for i := range s.ttfts {
-		s.ttfts[i], s.waits[i] = -1, -1
+		s.ttfts[i], s.waits[i], s.mems[i] = -1, -1, -1
 	}
 	for k, i := range s.elig {
 		s.ttfts[i] = time.Duration(math.Round(p.estimate(cands, s, k, prompt, mean)))
 		s.waits[i] = time.Duration(math.Round(s.queue[k]))
+		if m := s.kvWait[k]; math.IsInf(m, 1) {
+			s.mems[i] = MemoryShort
+		} else {
+			s.mems[i] = time.Duration(math.Round(m))
+		}
 	}
-	return s.ttfts, s.waits
+	return s.ttfts, s.waits, s.mems
 }

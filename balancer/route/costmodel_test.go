@@ -278,6 +278,9 @@ func TestCostModelWaitsForMemory(t *testing.T) {
 	if got == 3 {
 		t.Errorf("many short requests holding the memory: picked the replica with 21 queued prefills (%q, TTFTs %v), want a full one", d.Reason, d.TTFTs)
 	}
+	if d.MemoryWaits[got] <= 0 || d.MemoryWaits[got] >= d.TTFTs[got] || d.MemoryWaits[3] != 0 {
+		t.Errorf("memory waits %v (TTFTs %v): want one for the full replica picked, within its TTFT, and none for the one with room", d.MemoryWaits, d.TTFTs)
+	}
 	r = req(prompt(7001, 7001, 0, 64))
 	got, d = mustPick(t, p, r, setup(4, 256, 4))
 	if got != 3 || d.Reason != ReasonKVSpill {

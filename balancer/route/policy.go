@@ -115,7 +115,17 @@ type Decision struct {
 	// index and Waits the queue wait part of it (-1 where not eligible); nil
 	// for the other policies.
 	TTFTs, Waits []time.Duration
+	// MemoryWaits is cost_model's estimated wait for KV memory per
+	// candidate index, part of its TTFT (0: it fits or nothing is known;
+	// -1 where not eligible; MemoryShort where no wait could be estimated
+	// and the candidate was skipped while another had room); nil for the
+	// other policies.
+	MemoryWaits []time.Duration
 }
+
+// MemoryShort marks, in Decision.MemoryWaits, a candidate short of KV
+// memory with no estimate of the wait for it.
+const MemoryShort = time.Duration(math.MaxInt64)
 
 // Scratch holds per-decision buffers; reuse one per goroutine (or through a
 // sync.Pool) so decisions do not allocate. The zero value is ready to use.
@@ -130,6 +140,7 @@ type Scratch struct {
 	scores  []float64       // Decision.Scores, per candidate
 	ttfts   []time.Duration // Decision.TTFTs, per candidate
 	waits   []time.Duration // Decision.Waits, per candidate
+	mems    []time.Duration // Decision.MemoryWaits, per candidate
 	hits    []overlayHit
 	uniform bool // every eligible has the same weight
 }
