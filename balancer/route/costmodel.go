@@ -203,27 +203,28 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 // tokens loses on a replica whose KV memory it is short of (room, for the
 // work w there): 0 when it fits or nothing is known, +Inf when no estimate
 // can be made (no fresh report, nothing in flight whose end would free
-// memory, or not enough even when all of it ends), which makes the bound
-// skip the replica while another has room.
+// memory, or a shortfall beyond what all of it frees), which makes the
+// bound skip the replica while another has room.
 //
 // The engine frees memory as its requests finish. With n requests in
-// flight, R̄ the mean output each may still write (w.OutputReserve / n) and
-// output lengths taken as memoryless, each ends at a rate of 1/R̄ a step and
-// frees its share of the blocks in use (used/n) and of the reserve (R̄). So
-// the shortfall needs k = ⌈deficit / (used/n + R̄)⌉ of them to end, and the
-// k-th of n ends after R̄·(1/n + 1/(n-1) + … + 1/(n-k+1)) steps, each the
-// length of a step with the decodes and the prefill queued there. A few
-// long requests holding the memory make a long wait (one in n ends every
-// R̄/n steps), many short ones a short wait. Until then vLLM V1 admits the
+// flight and R̄ the mean output each may still write (w.OutputReserve / n),
+// requests end at about n/R̄ a step (as they end others arrive, so n stays
+// about the same), each freeing its share of the blocks in use (used/n)
+// and of the reserve (R̄). The shortfall needs k = ⌈deficit / (used/n + R̄)⌉
+// of them to end: k·R̄/n steps, each the length of a step of the decodes
+// alone (what is queued there waits for the same memory). A few long requests holding the memory make
+// a long wait (one of 4 requests writing 256 more ends every 64 steps),
+// many short ones a short wait (one of 62 writing 64 more ends every step).
+// The wait is at most R̄ steps, when k = n. Until then vLLM V1 admits the
 // request while its next chunk's blocks are free and, when a decode needs a
 // block and none is, preempts the newest running sequence (this request)
 // and computes it again later: its own prefill is charged once more.
 //
 // Before this estimate the bound skipped every short replica while one had
 // room, which in a memory-bound regime (W6 at 1x: 1,024-token prompts,
-// 64-token answers, every replica near full) sent runs of 21 requests to the
-// one with room, a queue of prefills far longer than the wait for a full
-// replica to free a request's blocks (docs/routing.md).
+// 64-token answers, every replica near full) sent runs of up to 26
+// requests to the one with room, a queue of prefills far longer than the
+// wait for a full replica to free a request's blocks (docs/routing.md).
 func (p *costModel) kvWait(room kvRoom, w Work, need int) float64 {
 	if room.state != kvShort {
 		return 0
@@ -233,17 +234,13 @@ func (p *costModel) kvWait(room kvRoom, w Work, need int) float64 {
 		return math.Inf(1)
 	}
 	rbar := float64(w.OutputReserve) / float64(n)
-	k := int(math.Ceil(room.deficit / (room.used/float64(n) + rbar)))
-	if k > n {
+	k := math.Ceil(room.deficit / (room.used/float64(n) + rbar))
+	if k > float64(n) {
 		return math.Inf(1)
 	}
-	steps := 0.0
-	for j := range k {
-		steps += rbar / float64(n-j)
-	}
+	steps := k * rbar / float64(n)
 	decodes := w.Decodes()
-	tokens := min(float64(decodes)+float64(max(w.PrefillTokens, 0)), float64(max(p.est.budget, decodes)))
-	return steps*p.est.step(tokens, decodes) + p.est.prefill(float64(max(need, 0)), decodes)
+	return steps*p.est.step(float64(decodes), decodes) + p.est.prefill(float64(max(need, 0)), decodes)
 }
 
 // estimate returns the estimated TTFT of eligible candidate k: its score

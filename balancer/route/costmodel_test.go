@@ -288,13 +288,13 @@ func TestCostModelWaitsForMemory(t *testing.T) {
 	}
 }
 
-// kvWait: k = ⌈deficit / (used/n + R̄)⌉ requests must end, the k-th of n
-// after R̄·(1/n + … + 1/(n-k+1)) steps; no estimate without a fresh report,
-// with nothing in flight, or when all of it ending is not enough.
+// kvWait: k = ⌈deficit / (used/n + R̄)⌉ requests must end, at n/R̄ a step:
+// k·R̄/n steps; no estimate without a fresh report, with nothing in flight,
+// or when all of it ending is not enough.
 func TestKVWait(t *testing.T) {
 	p := newPolicy(t, PolicyCostModel, nil).(*costModel)
 	w := Work{InFlight: 10, OutputReserve: 10 * 100}
-	step := p.est.step(10, 10)
+	step := p.est.step(10, 10) // ten decodes
 	for _, tc := range []struct {
 		name  string
 		room  kvRoom
@@ -303,8 +303,8 @@ func TestKVWait(t *testing.T) {
 	}{
 		{"fits", kvRoom{state: kvFits, used: 1000}, w, 0},
 		{"one must end", kvRoom{state: kvShort, deficit: 100, used: 10000}, w, 100.0 / 10},
-		{"two must end", kvRoom{state: kvShort, deficit: 1101, used: 10000}, w, 100.0/10 + 100.0/9},
-		{"all must end", kvRoom{state: kvShort, deficit: 11000, used: 10000}, w, 100 * (1.0/10 + 1.0/9 + 1.0/8 + 1.0/7 + 1.0/6 + 1.0/5 + 1.0/4 + 1.0/3 + 1.0/2 + 1)},
+		{"two must end", kvRoom{state: kvShort, deficit: 1101, used: 10000}, w, 2 * 100.0 / 10},
+		{"all must end", kvRoom{state: kvShort, deficit: 11000, used: 10000}, w, 100},
 		{"more than all", kvRoom{state: kvShort, deficit: 11001, used: 10000}, w, -1},
 		{"no report", kvRoom{state: kvShort, deficit: 100}, w, -1},
 		{"nothing in flight", kvRoom{state: kvShort, deficit: 100, used: 10000}, Work{}, -1},
