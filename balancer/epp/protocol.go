@@ -47,14 +47,16 @@ type Subset struct {
 	Endpoints []string
 }
 
-// Allows reports whether endpoint (ip:port) may be picked.
+// Allows reports whether endpoint (ip:port) may be picked: it is in the
+// subset, or its host is, bare, and it has a port.
 func (s *Subset) Allows(endpoint string) bool {
 	if !s.Set {
 		return true
 	}
-	host, _, err := net.SplitHostPort(endpoint)
+	host, port, err := net.SplitHostPort(endpoint)
+	bare := err == nil && port != ""
 	for _, e := range s.Endpoints {
-		if e == endpoint || (err == nil && e == host) {
+		if e == endpoint || (bare && e == host) {
 			return true
 		}
 	}

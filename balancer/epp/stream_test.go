@@ -242,7 +242,7 @@ func TestSubset(t *testing.T) {
 		})
 	}
 	s := Subset{Set: true, Endpoints: []string{"10.0.0.1:8081", "10.0.0.3"}}
-	for ep, want := range map[string]bool{"10.0.0.1:8081": true, "10.0.0.1:8000": false, "10.0.0.3:1": true, "10.0.0.2:8081": false} {
+	for ep, want := range map[string]bool{"10.0.0.1:8081": true, "10.0.0.1:8000": false, "10.0.0.3:1": true, "10.0.0.2:8081": false, "[10.0.0.3]:": false} {
 		if got := s.Allows(ep); got != want {
 			t.Errorf("Allows(%s) = %v, want %v", ep, got, want)
 		}
