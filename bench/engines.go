@@ -11,27 +11,31 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Engine prefix-cache counters, in tokens (vLLM names; the simulator exports
-// the same).
+// Engine KV-cache counters (vLLM names; the simulator exports the same):
+// prefix-cache lookups and hits, in tokens, and preemptions.
 const (
 	metricPrefixQueries = "vllm:prefix_cache_queries_total"
 	metricPrefixHits    = "vllm:prefix_cache_hits_total"
+	metricPreemptions   = "vllm:num_preemptions_total"
 )
 
-// CacheCounters are an engine's prefix-cache counters at one moment.
+// CacheCounters are an engine's KV-cache counters at one moment.
 type CacheCounters struct {
 	// Queries is the number of prompt tokens looked up.
 	Queries float64 `json:"queries"`
 	// Hits is the number of those found cached.
 	Hits float64 `json:"hits"`
+	// Preemptions is the number of sequences the engine preempted for
+	// want of KV memory (each computed again later).
+	Preemptions float64 `json:"preemptions"`
 }
 
 // Sub returns c minus o.
 func (c CacheCounters) Sub(o CacheCounters) CacheCounters {
-	return CacheCounters{Queries: c.Queries - o.Queries, Hits: c.Hits - o.Hits}
+	return CacheCounters{Queries: c.Queries - o.Queries, Hits: c.Hits - o.Hits, Preemptions: c.Preemptions - o.Preemptions}
 }
 
-// ParseCacheCounters reads the prefix-cache counters from a Prometheus text
+// ParseCacheCounters reads the KV-cache counters from a Prometheus text
 // page, summing every series (engine, rank) of each.
 func ParseCacheCounters(r io.Reader) (CacheCounters, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
@@ -39,7 +43,8 @@ func ParseCacheCounters(r io.Reader) (CacheCounters, error) {
 	if err != nil {
 		return CacheCounters{}, fmt.Errorf("parse metrics page: %w", err)
 	}
-	return CacheCounters{Queries: sumFamily(fams, metricPrefixQueries), Hits: sumFamily(fams, metricPrefixHits)}, nil
+	return CacheCounters{Queries: sumFamily(fams, metricPrefixQueries), Hits: sumFamily(fams, metricPrefixHits),
+		Preemptions: sumFamily(fams, metricPreemptions)}, nil
 }
 
 func sumFamily(fams map[string]*dto.MetricFamily, name string) float64 {
@@ -83,6 +88,7 @@ func scrapeCounters(ctx context.Context, hc *http.Client, urls []string) (CacheC
 		}
 		total.Queries += c.Queries
 		total.Hits += c.Hits
+		total.Preemptions += c.Preemptions
 	}
 	return total, nil
 }

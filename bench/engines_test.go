@@ -21,7 +21,11 @@ vllm:prefix_cache_queries_total{engine="1",model_name="m"} 500
 # TYPE vllm:prefix_cache_hits_total counter
 vllm:prefix_cache_hits_total{engine="0",model_name="m"} 600
 vllm:prefix_cache_hits_total{engine="1",model_name="m"} 150
-`, CacheCounters{Queries: 1500, Hits: 750}},
+# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{engine="0",model_name="m"} 3
+vllm:num_preemptions_total{engine="1",model_name="m"} 4
+`, CacheCounters{Queries: 1500, Hits: 750, Preemptions: 7}},
 		{"absent", "# TYPE other gauge\nother 1\n", CacheCounters{}},
 	}
 	for _, tt := range tests {

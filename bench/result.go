@@ -19,8 +19,8 @@ type Result struct {
 	// Elapsed is the wall time of the run.
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Summary Summary       `json:"summary"`
-	// EngineCounters is the change of the engines' prefix-cache counters
-	// over the run (nil when not scraped).
+	// EngineCounters is the change of the engines' KV-cache counters over
+	// the run (nil when not scraped).
 	EngineCounters *CacheCounters `json:"engine_counters,omitempty"`
 	// Capacity is the measured capacity that set the base load of the
 	// comparison this run belongs to (nil without a capacity search).

@@ -15,8 +15,8 @@ import (
 // over replicas (the busiest replica's share against a fair share, and the
 // most requests awaiting their first token on one replica at once), the
 // shape of the TTFT distribution (a tail only, or every request slower),
-// prediction accuracy, failures, stalls of the load generator and stalls of
-// the whole fleet.
+// prediction accuracy, the engines' preemptions, failures, stalls of the
+// load generator and stalls of the whole fleet.
 func diagnose(own, rival *Group, replicas int) string {
 	var out []string
 	if rival != nil {
@@ -38,6 +38,12 @@ func diagnose(own, rival *Group, replicas int) string {
 			if s > 1.2*fair || rival == nil || s > busiest(rival)+0.03 {
 				out = append(out, text+")")
 			}
+		}
+	}
+	if rival != nil {
+		op, rp := preemptions(own), preemptions(rival)
+		if op >= 10 && op > 1.5*rp {
+			out = append(out, fmt.Sprintf("the engines preempted %.0f sequences a run for want of KV memory (%s %.0f)", op, rival.Label, rp))
 		}
 	}
 	if q := peakWaiting(own); q > 0 {
@@ -89,6 +95,17 @@ func diagnose(own, rival *Group, replicas int) string {
 		return "no cause in hit rate, balance, predictions or the load generator"
 	}
 	return strings.Join(out, "; ")
+}
+
+// preemptions is the mean over repetitions of the sequences the engines
+// preempted (0 where their counters were not scraped).
+func preemptions(g *Group) float64 {
+	return g.mean(func(r *bench.Result) float64 {
+		if r.EngineCounters == nil {
+			return 0
+		}
+		return r.EngineCounters.Preemptions
+	})
 }
 
 // busiest is the mean over repetitions of the largest replica share.

@@ -188,7 +188,8 @@ func TestMatrixGoals(t *testing.T) {
 }
 
 // diagnose reads the cause of a loss from the results: a tail only, a hit
-// rate gap, queues on one replica from the per-request records.
+// rate gap, queues on one replica from the per-request records, the
+// engines' preemptions.
 func TestDiagnose(t *testing.T) {
 	rec := func(replica string, at, ttft time.Duration) bench.Record {
 		return bench.Record{Replica: replica, Scheduled: at, TTFT: ttft, E2E: ttft + time.Second, Status: 200}
@@ -200,11 +201,13 @@ func TestDiagnose(t *testing.T) {
 	}}}}
 	own.Reps[0].Summary.TTFT.P50, own.Reps[0].Summary.TTFT.P99, own.Reps[0].Summary.HitRateUsage = 100, 900, 0.5
 	own.Reps[0].Summary.Failed, own.Reps[0].Summary.Predicted, own.Reps[0].Summary.PredictionExact = 1, 10, 0.9
-	rival := &Group{Label: "llm_d", Run: bench.RunInfo{Policy: "llm_d"}, Reps: []*bench.Result{{}}}
+	own.Reps[0].EngineCounters = &bench.CacheCounters{Preemptions: 90}
+	rival := &Group{Label: "llm_d", Run: bench.RunInfo{Policy: "llm_d"}, Reps: []*bench.Result{{EngineCounters: &bench.CacheCounters{Preemptions: 18}}}}
 	rival.Reps[0].Summary.TTFT.P50, rival.Reps[0].Summary.TTFT.P99, rival.Reps[0].Summary.HitRateUsage = 100, 300, 0.8
 	got := diagnose(own, rival, 2)
 	for _, want := range []string{"hit rate 0.500 vs 0.800: more uncached prefill", "up to 4 requests awaiting their first token on one replica",
-		"a tail only: p50 100 vs 100 ms, p99 900 vs 300 ms", "predictions 90.0% exact", "1 failed requests"} {
+		"a tail only: p50 100 vs 100 ms, p99 900 vs 300 ms", "predictions 90.0% exact", "1 failed requests",
+		"the engines preempted 90 sequences a run for want of KV memory (llm_d 18)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("diagnose() lacks %q: %s", want, got)
 		}
