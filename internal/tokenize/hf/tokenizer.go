@@ -22,10 +22,11 @@ const maxCachedWordLen = 256
 // defaults, negative sizes turn a cache off.
 type Config struct {
 	// SegmentCacheBytes bounds the cache of segment ids (text between added
-	// tokens). Default 32 MiB.
+	// tokens). Default 32 MiB; negative turns this cache off.
 	SegmentCacheBytes int64
 	// WordCacheBytes bounds the cache of BPE ids of pre-tokenized words
-	// (words of up to 256 bytes). Default 8 MiB.
+	// (words of up to 256 bytes). Default 8 MiB; negative turns this cache
+	// off.
 	WordCacheBytes int64
 	// DisableCache turns both caches off.
 	DisableCache bool
