@@ -240,9 +240,12 @@ func rcShared(t *testing.T, bin string) {
 	rcWant(t, "another tenant through b", resp, "miss")
 
 	_, answer := rcDo(t, a.url, "/v1/chat/completions", "sk-alice", rcChat("what is the tallest mountain on earth?"))
-	// b's index follows Redis's stream of inserts: poll for the vector.
+	// b's index follows Redis's stream of inserts: poll for the vector. It
+	// holds three then: alice's and bob's prompts about the sky (completion
+	// prompts are questions too) and a's new one; waiting for two would
+	// pass before a's vector arrived.
 	scWait(t, "b's semantic index to hold a's vector", func() error {
-		if n := btMetric(t, b.btBalancer, "inferrail_cache_entries", `cache="semantic"`); n < 2 {
+		if n := btMetric(t, b.btBalancer, "inferrail_cache_entries", `cache="semantic"`); n < 3 {
 			return fmt.Errorf("b indexes %v vectors", n)
 		}
 		return nil
