@@ -113,6 +113,7 @@ FLAKE_COUNT ?= 30
 flakes:
 	scripts/under-load.sh $(GO) test -count=$(FLAKE_COUNT) -run '^TestLeaveIsGraceful$$' ./gossip/
 	scripts/under-load.sh $(GO) test -count=$(FLAKE_COUNT) -timeout 90m -run '^TestBalancerE2E$$/^PrefixAffinityAccuracyAndWarmThroughB$$' ./test/e2e/
+	scripts/under-load.sh $(GO) test -count=$(FLAKE_COUNT) -timeout 90m -run '^TestCacheTransparent$$|^TestResponseCacheE2E$$|^TestGatewayE2E$$/^shared_limit_on_one_redis$$' ./internal/tokenize/hf/ ./test/e2e/
 
 test-loaded:
 	scripts/under-load.sh $(MAKE) test
