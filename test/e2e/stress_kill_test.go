@@ -82,12 +82,20 @@ func TestStressEngineKill(t *testing.T) { stKillAndRestart(t, "01-engine-kill", 
 func TestStressSidecarKill(t *testing.T) { stKillAndRestart(t, "02-sidecar-kill", "sidecar") }
 
 // TestStressBalancerKill: two balancers share the fleet; clients fail over
-// on connection errors, as behind a cloud load balancer. One balancer is
-// killed (kill -9): the requests it was answering break, no later one fails.
+// on refused connections and resend on a reset before any answer byte, as
+// behind a cloud load balancer. One balancer is killed (kill -9): requests
+// it was answering may break, no later one fails.
 func TestStressBalancerKill(t *testing.T) {
 	bin := scBuild(t)
 	f := btStartFleet(t, bin, 3, 4000, []string{"bal-a", "bal-b"}, "--zero-latency")
-	load := stStartLoad(t, []string{f.bals[0].url, f.bals[1].url}, 64, stTargetRate, stMix("bal"))
+	// The client is a cloud load balancer: it moves a request whose
+	// connection is refused to the other balancer, and sends again one whose
+	// kept-alive connection to the killed balancer was closed or reset before
+	// any answer byte. Without the second, a request written onto a pooled
+	// connection in the moment between the kill and the client reading its
+	// close fails with EOF (4 of 3,029 in one run): the killed process never
+	// read it, and no router can answer it.
+	load := stStartLoadOpts(t, []string{f.bals[0].url, f.bals[1].url}, 64, stTargetRate, true, stMix("bal"))
 	load.waitDone(t, 2000)
 	f.bals[0].proc.kill(syscall.SIGKILL) // returns once the process is gone
 	killedAt := time.Now()
@@ -97,7 +105,7 @@ func TestStressBalancerKill(t *testing.T) {
 	inFlight := stCount(load.done(), func(o stOutcome) bool { return !o.start.After(killedAt) && o.end.After(killedAt) })
 	after := stCount(load.done(), func(o stOutcome) bool { return o.start.After(killedAt) })
 	all := stCount(load.done(), nil)
-	stRecord(t, stRow{Row: "03-balancer-kill", Fault: "1 of 2 balancers killed (kill -9) under load; the client moves to the other on connection errors",
+	stRecord(t, stRow{Row: "03-balancer-kill", Fault: "1 of 2 balancers killed (kill -9) under load; the client moves to the other on refused connections and resends a request whose kept-alive connection closed before any answer byte",
 		Result: fmt.Sprintf("%d requests in flight on it broke; 0 of %d later requests may fail: %d failed (%d moved over on a refused connection); %.0f req/s reached",
 			inFlight.lostBeforeBegin+inFlight.brokeAfterBegin, after.ok+after.lostBeforeBegin+after.brokeAfterBegin,
 			after.lostBeforeBegin+after.brokeAfterBegin, after.failovers, all.rate()),
