@@ -30,6 +30,11 @@ type CacheCounters struct {
 	Preemptions float64 `json:"preemptions"`
 }
 
+// Add returns c plus o.
+func (c CacheCounters) Add(o CacheCounters) CacheCounters {
+	return CacheCounters{Queries: c.Queries + o.Queries, Hits: c.Hits + o.Hits, Preemptions: c.Preemptions + o.Preemptions}
+}
+
 // Sub returns c minus o.
 func (c CacheCounters) Sub(o CacheCounters) CacheCounters {
 	return CacheCounters{Queries: c.Queries - o.Queries, Hits: c.Hits - o.Hits, Preemptions: c.Preemptions - o.Preemptions}
@@ -86,9 +91,7 @@ func scrapeCounters(ctx context.Context, hc *http.Client, urls []string) (CacheC
 		if err != nil {
 			return total, fmt.Errorf("scrape %s: %w", u, err)
 		}
-		total.Queries += c.Queries
-		total.Hits += c.Hits
-		total.Preemptions += c.Preemptions
+		total = total.Add(c)
 	}
 	return total, nil
 }
