@@ -65,6 +65,9 @@ type ledger struct {
 	live    []*entry // in arrival order
 	c       DataPathCounts
 	origins map[string]*OriginCounts
+	// kv is the running sum of the KV memory, in tokens, the data path saw
+	// taken and freed outside the engine's scrapes (see kvTokens).
+	kv int64
 }
 
 // entry is one request in flight.
@@ -76,6 +79,10 @@ type entry struct {
 	// and the uncached part of them.
 	tokens, prefill int64
 	prefilled, done bool
+	// inKV reports whether e's prompt holds KV memory that is in the
+	// engine's scraped usage or in ledger.kv: set by its first token, or by
+	// an engine report of it running (markRunning).
+	inKV bool
 	// accepted, when set, is closed once the engine reports the request
 	// running (markRunning): the sidecar then tells its balancer the work is
 	// accepted (102 Processing) so that no first-byte timeout cuts it.
@@ -135,11 +142,42 @@ func (l *ledger) addTokens(e *entry, tokens, prefill int64) {
 	}
 }
 
-// prefilled records that e's prefill is over (idempotent).
+// prefilled records that e's prefill is over (idempotent) with no sign
+// that its prompt is in the engine's memory: a failed round trip, or a
+// non-streaming response, whose memory is freed as it arrives.
 func (l *ledger) prefilled(e *entry) {
 	l.mu.Lock()
 	l.prefilledLocked(e)
 	l.mu.Unlock()
+}
+
+// firstToken records a stream's first token: its prefill is over and its
+// prompt's blocks are in the engine's memory. Unless an engine report
+// already counted it running, they are not in the last scrape's usage yet,
+// so they go into kv until the next scrape.
+func (l *ledger) firstToken(e *entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e.done {
+		return
+	}
+	l.prefilledLocked(e)
+	if !e.inKV {
+		e.inKV = true
+		l.kv += e.prefill
+	}
+}
+
+// kvTokens returns the running sum of the KV memory the data path saw taken
+// (a stream's first token: its uncached prompt tokens) and freed (the end of
+// a request whose prompt was in memory) since the ledger began. Its change
+// since a scrape began is what the engine's usage from that scrape lacks
+// (LoadStatus.UnscrapedKVTokens). The cached part of a prompt is not
+// counted either way: it may be shared with other requests.
+func (l *ledger) kvTokens() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.kv
 }
 
 func (l *ledger) prefilledLocked(e *entry) {
@@ -165,6 +203,9 @@ func (l *ledger) finish(e *entry) {
 	}
 	l.prefilledLocked(e)
 	e.done = true
+	if e.inKV {
+		l.kv -= e.prefill
+	}
 	l.c.InFlight--
 	l.c.PromptTokens -= e.tokens
 	if o := e.origin; o != nil {
@@ -183,11 +224,14 @@ func (l *ledger) finish(e *entry) {
 // queue. Non-streaming ones among them count as prefilled from now on (their
 // first token is invisible to the data path); streams keep waiting for their
 // first token, which the data path sees. A long prompt still in a later
-// chunk of its prefill is thereby counted as done a little early.
+// chunk of its prefill is thereby counted as done a little early. Every one
+// of them holds memory in the scrape's usage (inKV), so a stream's first
+// token after it adds nothing to kv.
 func (l *ledger) markRunning(running int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range l.live[:min(running, len(l.live))] {
+		e.inKV = true
 		if !e.stream {
 			l.prefilledLocked(e)
 			if e.accepted != nil {

@@ -26,6 +26,30 @@ type LoadStatus struct {
 	// ScrapedAt is when the engine's numbers were read (zero before the
 	// first readable scrape).
 	ScrapedAt time.Time `json:"scraped_at"`
+	// UnscrapedKVTokens is the KV memory, in tokens, the data path saw taken
+	// and freed since the scrape that read Engine began: plus the uncached
+	// prompt tokens of every stream whose first token came since (unless
+	// the engine already counted it running), minus those of every request
+	// in memory that ended since. Engine.KVUsage lags the engine by up to a
+	// scrape interval; this is what it lacks (KVUsage).
+	UnscrapedKVTokens int64 `json:"unscraped_kv_tokens"`
+	// KVCapacityTokens is the engine's KV capacity in tokens (0: unknown):
+	// its blocks times its block size.
+	KVCapacityTokens int64 `json:"kv_capacity_tokens"`
+}
+
+// KVUsage returns the KV usage the sidecar reports: the engine's from its
+// last readable scrape, corrected by what the data path saw change since
+// (UnscrapedKVTokens), within [0, 1]. Without a known capacity it is the
+// engine's alone. Uncorrected, a replica that just started many streams
+// looks as roomy as before them until the next scrape, and a balancer's KV
+// memory bound sends it more (docs/routing.md#the-kv-memory-bound).
+func (s LoadStatus) KVUsage() float64 {
+	u := s.Engine.KVUsage
+	if s.KVCapacityTokens > 0 {
+		u += float64(s.UnscrapedKVTokens) / float64(s.KVCapacityTokens)
+	}
+	return min(max(u, 0), 1)
 }
 
 // Report returns the load report the sidecar announces over the gossip. A
@@ -39,7 +63,7 @@ func (s LoadStatus) Report() load.Report {
 	d := &s.DataPath
 	r := load.Report{
 		InFlight: max(d.InFlight, 0), Pending: max(d.Prefilling, 0), PrefillTokens: max(d.WaitingPrefillTokens, 0),
-		KVUsage: s.Engine.KVUsage,
+		KVUsage: s.KVUsage(),
 	}
 	if n := min(len(d.Origins), gossip.MaxOrigins); n > 0 {
 		r.Origins = make([]load.Share, n)
@@ -63,10 +87,11 @@ func (s LoadStatus) Report() load.Report {
 // unreadable.
 func (p *proxy) headerReport(origin string) string {
 	total, own := p.counts.Origin(origin)
-	st := LoadStatus{DataPath: total}
+	var st LoadStatus
 	if p.engineStatus != nil {
-		st.Engine, st.Readable = p.engineStatus()
+		st = p.engineStatus()
 	}
+	st.DataPath = total
 	r := st.Report()
 	r.Origins = nil
 	share := load.Share{Origin: origin, InFlight: own.InFlight, Pending: own.Prefilling, PrefillTokens: max(own.PrefillTokens, 0)}

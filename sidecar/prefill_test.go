@@ -33,7 +33,9 @@ func TestProxyStreamPrefillEndsAtFirstToken(t *testing.T) {
 				_, _ = io.WriteString(w, "data: [DONE]\n\n")
 			})
 			p, srv, _ := testProxy(t, upstream, simTok, nil)
-			p.engineStatus = func() (engine.Load, bool) { return engine.Load{Running: 5, Waiting: 2, KVUsage: 0.25}, true }
+			p.engineStatus = func() LoadStatus {
+				return LoadStatus{Engine: engine.Load{Running: 5, Waiting: 2, KVUsage: 0.25}, Readable: true}
+			}
 			client := srv.Client()
 			if proto == "h2c" {
 				client = h2cClient()
@@ -140,6 +142,53 @@ func TestLedgerMarkRunning(t *testing.T) {
 	}
 }
 
+// The ledger's KV sum moves with what the engine's scraped usage lacks: a
+// stream's first token adds its uncached prompt tokens unless a scrape
+// already counted it running, the end of a request in memory takes them
+// out, and a request that never held memory between scrapes (a
+// non-streaming response, a stream ended before its first token) leaves it
+// alone.
+func TestLedgerKVTokens(t *testing.T) {
+	var l ledger
+	step := func(name string, want int64) {
+		t.Helper()
+		if got := l.kvTokens(); got != want {
+			t.Errorf("%s: kvTokens %d, want %d", name, got, want)
+		}
+	}
+	a := l.admit("a", true)
+	l.addTokens(a, 100, 80) // 20 tokens cached
+	step("a admitted", 0)
+	l.firstToken(a)
+	step("a's first token", 80)
+	l.firstToken(a)
+	step("a's first token again", 80)
+
+	running := l.admit("a", true)
+	l.addTokens(running, 64, 64)
+	l.markRunning(2) // a and running are in the scrape's usage now
+	l.firstToken(running)
+	step("a stream the engine reported running", 80)
+
+	plain := l.admit("b", false)
+	l.addTokens(plain, 50, 50)
+	l.prefilled(plain) // its whole response arrived
+	l.finish(plain)
+	step("a non-streaming request between scrapes", 80)
+
+	cut := l.admit("b", true)
+	l.addTokens(cut, 30, 30)
+	l.finish(cut)
+	step("a stream ended before its first token", 80)
+
+	l.finish(a)
+	step("a ended", 0)
+	l.finish(running)
+	step("the running stream ended", -64)
+	l.finish(running)
+	step("an end again", -64)
+}
+
 // The report a response carries and the gossiped one follow one rule: while
 // the engine's page is unreadable both take the data path's counts for the
 // engine's and keep the last known KV usage (never zeros).
@@ -147,7 +196,7 @@ func TestHeaderReportMatchesTheGossipedOne(t *testing.T) {
 	for _, readable := range []bool{true, false} {
 		p := &proxy{}
 		last := engine.Load{Running: 7, Waiting: 3, KVUsage: 0.4}
-		p.engineStatus = func() (engine.Load, bool) { return last, readable }
+		p.engineStatus = func() LoadStatus { return LoadStatus{Engine: last, Readable: readable} }
 		a := p.counts.admit("a", true)
 		p.counts.addTokens(a, 100, 100)
 		b := p.counts.admit("b", false)

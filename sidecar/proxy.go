@@ -20,7 +20,6 @@ import (
 	"github.com/inferrail/inferrail/internal/openai"
 	"github.com/inferrail/inferrail/internal/ratelog"
 	"github.com/inferrail/inferrail/internal/tracing"
-	"github.com/inferrail/inferrail/sidecar/engine"
 )
 
 // promptObserver receives the prompts of requests the engine accepted (a 2xx
@@ -65,10 +64,10 @@ type proxy struct {
 	rp      *httputil.ReverseProxy
 	counts  ledger
 	inspect *promptInspector
-	// engineStatus returns the engine's load from its last readable metrics
-	// page and whether the last scrape was readable (nil: never readable),
-	// for the per-response load report.
-	engineStatus func() (last engine.Load, readable bool)
+	// engineStatus returns the load status but the data path's counts
+	// (Sidecar.engineStatus; nil: never readable), for the per-response
+	// load report.
+	engineStatus func() LoadStatus
 	// cachedTokens returns the tokens of the prompts' blocks the replica
 	// holds as a leading prefix (nil: none are counted as cached).
 	cachedTokens func(hashes [][]kvblock.Hash) int
@@ -150,7 +149,7 @@ func (t prefillTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	e := st.e
-	resp.Body = &openai.FirstTokenReader{R: resp.Body, OnFirstToken: func() { t.counts.prefilled(e) }}
+	resp.Body = &openai.FirstTokenReader{R: resp.Body, OnFirstToken: func() { t.counts.firstToken(e) }}
 	return resp, nil
 }
 

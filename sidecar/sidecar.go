@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -67,7 +68,10 @@ type Sidecar struct {
 	// one, written by the scraper and read by the control loop and the admin
 	// server.
 	lastLoad, lastGood atomic.Pointer[scrapeOutcome]
-	draining           atomic.Bool
+	// kvMark is ledger.kvTokens at the start of the scrape in progress
+	// (scrapeOutcome.kvMark).
+	kvMark   atomic.Int64
+	draining atomic.Bool
 	// dataAddr and adminAddr are the advertised addresses of the bound
 	// listeners, set by serve before the loops start.
 	dataAddr, adminAddr string
@@ -94,6 +98,9 @@ type scrapeOutcome struct {
 	load engine.Load
 	err  error
 	at   time.Time
+	// kvMark is the data path's ledger.kvTokens when the scrape began: what
+	// changed since is not in load.KVUsage.
+	kvMark int64
 }
 
 // New builds a sidecar from a validated config. reg receives every metric
@@ -172,7 +179,14 @@ func newSidecar(cfg Config, log *slog.Logger, reg *prometheus.Registry) (*Sideca
 	}
 	client := &http.Client{Transport: s.transport}
 	metricsURL := u.JoinPath(cfg.Scrape.Path).String()
-	s.scraper = newScraper(cfg.Scrape, httpPageFetcher(client, metricsURL), parser.parse, s.onScrape, log.With("component", "scrape"), s.m)
+	fetch := httpPageFetcher(client, metricsURL)
+	marked := func(ctx context.Context) (io.ReadCloser, error) {
+		// The scraper calls fetch and then onScrape on one goroutine, so
+		// the mark taken here is the one onScrape stores.
+		s.kvMark.Store(s.proxy.counts.kvTokens())
+		return fetch(ctx)
+	}
+	s.scraper = newScraper(cfg.Scrape, marked, parser.parse, s.onScrape, log.With("component", "scrape"), s.m)
 	s.llamacpp = newLlamaCppReader(client, u, cfg.Scrape.MaxBytes, s.blockSizeNow, log.With("component", "llamacpp"))
 	s.scraper.complete = s.llamacpp.complete
 	return s, nil

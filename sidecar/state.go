@@ -56,7 +56,7 @@ func (s *Sidecar) onScrape(l engine.Load, err error) {
 		s.blockSize.Store(int64(l.BlockSize))
 	}
 	defer s.scrapedOnce.Do(func() { close(s.scraped) })
-	o := &scrapeOutcome{load: l, err: err, at: time.Now()}
+	o := &scrapeOutcome{load: l, err: err, at: time.Now(), kvMark: s.kvMark.Load()}
 	s.lastLoad.Store(o)
 	if err == nil {
 		s.lastGood.Store(o)
@@ -66,23 +66,20 @@ func (s *Sidecar) onScrape(l engine.Load, err error) {
 	}
 }
 
-// engineStatus returns the last readable scrape's load (zero before one) and
-// whether the last scrape was readable.
-func (s *Sidecar) engineStatus() (engine.Load, bool) {
-	var l engine.Load
-	if g := s.lastGood.Load(); g != nil {
-		l = g.load
-	}
-	o := s.lastLoad.Load()
-	return l, o != nil && o.err == nil
-}
-
-// Load returns the current load status. While the engine's page is
-// unreadable, Engine and ScrapedAt hold the last readable scrape (if any).
-func (s *Sidecar) Load() LoadStatus {
-	r := LoadStatus{DataPath: s.proxy.counts.Counts()}
+// engineStatus returns the load status without the data path's counts: the
+// last readable scrape's load (zero before one), whether the last scrape was
+// readable, the engine's KV capacity in tokens and the memory the data path
+// saw change since the last readable scrape began (UnscrapedKVTokens).
+func (s *Sidecar) engineStatus() LoadStatus {
+	var r LoadStatus
 	if g := s.lastGood.Load(); g != nil {
 		r.Engine, r.ScrapedAt = g.load, g.at
+		r.UnscrapedKVTokens = s.proxy.counts.kvTokens() - g.kvMark
+		bs := g.load.BlockSize
+		if bs <= 0 {
+			bs = s.blockSizeNow()
+		}
+		r.KVCapacityTokens = int64(g.load.NumGPUBlocks) * int64(bs)
 	}
 	o := s.lastLoad.Load()
 	switch {
@@ -93,6 +90,14 @@ func (s *Sidecar) Load() LoadStatus {
 	default:
 		r.Readable = true
 	}
+	return r
+}
+
+// Load returns the current load status. While the engine's page is
+// unreadable, Engine and ScrapedAt hold the last readable scrape (if any).
+func (s *Sidecar) Load() LoadStatus {
+	r := s.engineStatus()
+	r.DataPath = s.proxy.counts.Counts()
 	return r
 }
 

@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/internal/load"
+)
+
+// kuStatus is the sidecar's GET /v1/load, the parts this test reads.
+type kuStatus struct {
+	Engine struct {
+		KVUsage float64 `json:"KVUsage"`
+	} `json:"engine"`
+	DataPath struct {
+		InFlight     int   `json:"in_flight"`
+		PromptTokens int64 `json:"prompt_tokens"`
+	} `json:"data_path"`
+	ScrapedAt         time.Time `json:"scraped_at"`
+	UnscrapedKVTokens int64     `json:"unscraped_kv_tokens"`
+	KVCapacityTokens  int64     `json:"kv_capacity_tokens"`
+}
+
+// kuSimKV returns the simulator's KV memory in use, in tokens, now (GET
+// /inferrail/debug/load).
+func kuSimKV(t *testing.T, sim *scSim) float64 {
+	t.Helper()
+	var body struct {
+		Ranks []struct {
+			Engine struct {
+				KVUsage     float64
+				TotalBlocks int
+			} `json:"engine"`
+		} `json:"ranks"`
+	}
+	if err := scGetJSON(sim.url+"/inferrail/debug/load", &body); err != nil || len(body.Ranks) != 1 {
+		t.Fatalf("sim load: %v (%d ranks)", err, len(body.Ranks))
+	}
+	e := body.Ranks[0].Engine
+	return e.KVUsage * float64(e.TotalBlocks) * 16
+}
+
+// TestKVUsageBetweenScrapes checks, through the real binaries, that the KV
+// usage a sidecar reports to its balancers is the engine's now, not at its
+// last scrape: streams that got their first token after the scrape hold
+// memory the scraped usage lacks, and the report counts them. The scrape
+// interval is long (8 s) so that the whole check falls between two scrapes.
+func TestKVUsageBetweenScrapes(t *testing.T) {
+	bin := scBuild(t)
+	sim := btStartSim(t, bin, "sim-kv", 4096)
+	sc := scStartSidecar(t, bin, sim.url, sim.pub, sim.replay, "--scrape-interval", "8s", "--model", "e2e-model")
+	var before kuStatus
+	scWait(t, "the sidecar's first scrape", func() error {
+		if err := scGetJSON(sc.admin+"/v1/load", &before); err != nil {
+			return err
+		}
+		if before.ScrapedAt.IsZero() || before.KVCapacityTokens != 4096*16 {
+			return fmt.Errorf("load %+v: no scrape with the engine's capacity yet", before)
+		}
+		return nil
+	})
+
+	// Three streams of about 3,000 prompt tokens each, read to their first
+	// token and left decoding.
+	for i := range 3 {
+		prompt := fmt.Sprintf("stream %d: %s", i, strings.Repeat(fmt.Sprintf("words %d of a long prompt held in memory. ", i), 150))
+		body := fmt.Sprintf(`{"model":"e2e-model","prompt":%q,"max_tokens":4000,"ignore_eos":true,"stream":true}`, prompt)
+		req, _ := http.NewRequest(http.MethodPost, sc.data+"/v1/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(load.Origin, "bal-kv")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: %s", i, resp.Status)
+		}
+		br := bufio.NewReader(resp.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("stream %d ended before a token: %v", i, err)
+			}
+			if strings.HasPrefix(line, "data: ") && strings.Contains(line, `"text":"`) && !strings.Contains(line, `"text":""`) {
+				break
+			}
+		}
+	}
+
+	// A fourth request's report, as a balancer reads it.
+	req, _ := http.NewRequest(http.MethodPost, sc.data+"/v1/completions",
+		strings.NewReader(`{"model":"e2e-model","prompt":"a short question","max_tokens":1}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(load.Origin, "bal-kv")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	report, _, err := load.ParseHeader(resp.Header.Get(load.Header))
+	if err != nil {
+		t.Fatalf("the response's load report: %v", err)
+	}
+	engineKV := kuSimKV(t, sim)
+	var now kuStatus
+	if err := scGetJSON(sc.admin+"/v1/load", &now); err != nil {
+		t.Fatal(err)
+	}
+	if !now.ScrapedAt.Equal(before.ScrapedAt) {
+		t.Fatalf("a scrape came during the check (%s, then %s): the check is not between two scrapes",
+			before.ScrapedAt.Format(time.StampMilli), now.ScrapedAt.Format(time.StampMilli))
+	}
+	capacity := float64(now.KVCapacityTokens)
+	scraped, reported := now.Engine.KVUsage*capacity, report.KVUsage*capacity
+	t.Logf("engine %.0f tokens in use; scraped %.0f; unscraped %d; reported %.0f; prompts in flight %d",
+		engineKV, scraped, now.UnscrapedKVTokens, reported, now.DataPath.PromptTokens)
+	if now.DataPath.InFlight != 3 || now.UnscrapedKVTokens != now.DataPath.PromptTokens {
+		t.Errorf("the data path counts %d unscraped tokens with %d requests in flight, want the 3 streams' %d prompt tokens",
+			now.UnscrapedKVTokens, now.DataPath.InFlight, now.DataPath.PromptTokens)
+	}
+	if engineKV < float64(now.DataPath.PromptTokens) {
+		t.Fatalf("the engine holds %.0f tokens, fewer than the three prompts' %d", engineKV, now.DataPath.PromptTokens)
+	}
+	if scraped > 0.1*engineKV {
+		t.Errorf("the scraped usage (%.0f tokens) already shows the streams: the check shows no lag", scraped)
+	}
+	// The report may lag the engine by the tokens decoded since the first
+	// tokens (a few hundred) and a block per prompt, never by the prompts.
+	if reported < 0.8*engineKV || reported > engineKV+3*16 {
+		t.Errorf("the report says %.0f tokens in use, the engine %.0f", reported, engineKV)
+	}
+}
