@@ -19,8 +19,9 @@ type SLO struct {
 type Config struct {
 	// Targets are the base URLs requests go to (…/v1/chat/completions is
 	// added); with several (one per balancer), turn t of session s goes to
-	// Targets[(s+t) % len], so a conversation moves between balancers the
-	// way a cloud load balancer would spread it.
+	// the one a hash of (s, t) picks (targetOf), so requests and a
+	// conversation's turns spread over the balancers the way a cloud load
+	// balancer would spread them.
 	Targets []string `json:"targets"`
 	// Model is the model name sent in every request.
 	Model string `json:"model"`

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"net/http"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -184,4 +186,57 @@ func TestRunDrainFinishesWhatWasSent(t *testing.T) {
 			})
 		})
 	}
+}
+
+// With several targets (one per balancer), requests spread over them evenly
+// and not in turn: consecutive arrivals in turn over the balancers, in
+// lockstep with each balancer's own round robin, sent 4 in a row to one
+// replica.
+func TestRunSpreadsOverTargets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := &streamHandler{ttft: time.Millisecond, itl: time.Millisecond, tokens: 1}
+		var mu sync.Mutex
+		hosts := map[int]string{}
+		hc := startPipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			hosts[len(hosts)] = r.Host
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		}))
+		cfg := testConfig()
+		cfg.Targets = []string{"http://t0", "http://t1", "http://t2", "http://t3"}
+		r, err := NewRunner(cfg, nil, hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 400
+		if _, err := r.Run(context.Background(), oneTurnSessions(n, 10*time.Millisecond, 1)); err != nil {
+			t.Fatal(err)
+		}
+		count := map[string]int{}
+		inTurn := 0
+		for i := range n {
+			count[hosts[i]]++
+			if i > 0 && hosts[i] == cfg.Targets[(targetIndex(cfg.Targets, hosts[i-1])+1)%4][len("http://"):] {
+				inTurn++
+			}
+		}
+		for _, tg := range cfg.Targets {
+			if c := count[tg[len("http://"):]]; c < n/4*7/10 || c > n/4*13/10 {
+				t.Errorf("target %s got %d of %d requests, want about %d", tg, c, n, n/4)
+			}
+		}
+		if inTurn > n/2 {
+			t.Errorf("%d of %d consecutive arrivals went to the next target in turn, want about a quarter", inTurn, n)
+		}
+	})
+}
+
+func targetIndex(targets []string, host string) int {
+	for i, tg := range targets {
+		if tg[len("http://"):] == host {
+			return i
+		}
+	}
+	return -1
 }
