@@ -503,6 +503,42 @@ func TestCostModelSpreadsNearTies(t *testing.T) {
 	}
 }
 
+// Among near ties the fewer requests in flight win within the prompt's
+// rendezvous pair: a replica with fewer decodes than the others takes the
+// prompts whose pair holds it (half of them with 4 replicas), not a
+// quarter, and the others still get their share. Uniform among ties, the
+// decodes on W6's replicas drifted apart (22 against 34).
+func TestCostModelNearTiesFavourFewerInFlight(t *testing.T) {
+	p := newPolicy(t, PolicyCostModel, nil)
+	picks := map[int]int{}
+	for i := range 400 {
+		cs := cands(4)
+		for k := range cs {
+			n := 30
+			if k == 2 {
+				n = 20
+			}
+			for range n { // decoding: in flight, past their prefill
+				lease(cs[k].Own, 0)
+				cs[k].Own.Prefilled(0)
+			}
+		}
+		got, d := mustPick(t, p, req(prompt(uint32(2000+i), uint32(2000+i), 0, 64)), cs)
+		if d.Reason != ReasonLowestTTFT {
+			t.Fatalf("prompt %d: reason %s, want a near tie among lowest TTFTs", i, d.Reason)
+		}
+		picks[got]++
+	}
+	if picks[2] < 160 || picks[2] > 240 {
+		t.Errorf("the replica with 20 in flight got %d of 400 near-tied picks, want about half: %v", picks[2], picks)
+	}
+	for _, k := range []int{0, 1, 3} {
+		if picks[k] < 40 {
+			t.Errorf("replica %d got %d of 400, want a share: %v", k, picks[k], picks)
+		}
+	}
+}
+
 // cost_model never picks a candidate whose load delays the request by more
 // than its work bound: LoadFactor × the weighted mean delay, one full step,
 // or what its cache saves, whichever is largest (random loads, weights,

@@ -136,6 +136,7 @@ type Scratch struct {
 	queue   []float64       // cost_model: queue wait per eligible, ns
 	delay   []float64       // cost_model: delay its load adds, per eligible, ns
 	kvWait  []float64       // cost_model: estimated wait for KV memory, per eligible, ns (+Inf: short, no estimate)
+	flight  []float64       // cost_model: requests in flight per unit of weight, per eligible
 	cached  []int32         // predicted cached tokens per candidate
 	scores  []float64       // Decision.Scores, per candidate
 	ttfts   []time.Duration // Decision.TTFTs, per candidate
