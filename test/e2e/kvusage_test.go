@@ -48,11 +48,11 @@ func kuSimKV(t *testing.T, sim *scSim) float64 {
 // usage a sidecar reports to its balancers is the engine's now, not at its
 // last scrape: streams that got their first token after the scrape hold
 // memory the scraped usage lacks, and the report counts them. The scrape
-// interval is long (8 s) so that the whole check falls between two scrapes.
+// interval is long (12 s) so that the whole check falls between two scrapes.
 func TestKVUsageBetweenScrapes(t *testing.T) {
 	bin := scBuild(t)
 	sim := btStartSim(t, bin, "sim-kv", 4096)
-	sc := scStartSidecar(t, bin, sim.url, sim.pub, sim.replay, "--scrape-interval", "8s", "--model", "e2e-model")
+	sc := scStartSidecar(t, bin, sim.url, sim.pub, sim.replay, "--scrape-interval", "12s", "--model", "e2e-model")
 	var before kuStatus
 	scWait(t, "the sidecar's first scrape", func() error {
 		if err := scGetJSON(sc.admin+"/v1/load", &before); err != nil {
