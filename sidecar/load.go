@@ -43,7 +43,7 @@ type LoadStatus struct {
 // (UnscrapedKVTokens), within [0, 1]. Without a known capacity it is the
 // engine's alone. Uncorrected, a replica that just started many streams
 // looks as roomy as before them until the next scrape, and a balancer's KV
-// memory bound sends it more (docs/routing.md#the-kv-memory-bound).
+// memory bound sends it more (docs/routing.md#the-bound-on-work).
 func (s LoadStatus) KVUsage() float64 {
 	u := s.Engine.KVUsage
 	if s.KVCapacityTokens > 0 {
