@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // DataPathCounts are the exact counts the data path keeps of the work it has
@@ -66,8 +67,10 @@ type ledger struct {
 	c       DataPathCounts
 	origins map[string]*OriginCounts
 	// kv is the running sum of the KV memory, in tokens, the data path saw
-	// taken and freed outside the engine's scrapes (see kvTokens).
-	kv int64
+	// taken and freed outside the engine's scrapes (see kvTokens). It is
+	// written under mu and read without it: every response's load report
+	// reads it beside the counts.
+	kv atomic.Int64
 }
 
 // entry is one request in flight.
@@ -164,7 +167,7 @@ func (l *ledger) firstToken(e *entry) {
 	l.prefilledLocked(e)
 	if !e.inKV {
 		e.inKV = true
-		l.kv += e.prefill
+		l.kv.Add(e.prefill)
 	}
 }
 
@@ -174,11 +177,7 @@ func (l *ledger) firstToken(e *entry) {
 // since a scrape began is what the engine's usage from that scrape lacks
 // (LoadStatus.UnscrapedKVTokens). The cached part of a prompt is not
 // counted either way: it may be shared with other requests.
-func (l *ledger) kvTokens() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.kv
-}
+func (l *ledger) kvTokens() int64 { return l.kv.Load() }
 
 func (l *ledger) prefilledLocked(e *entry) {
 	if e.prefilled {
@@ -204,7 +203,7 @@ func (l *ledger) finish(e *entry) {
 	l.prefilledLocked(e)
 	e.done = true
 	if e.inKV {
-		l.kv -= e.prefill
+		l.kv.Add(-e.prefill)
 	}
 	l.c.InFlight--
 	l.c.PromptTokens -= e.tokens
