@@ -152,7 +152,8 @@ func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *s
 		}
 		rep := set.Replicas[idx]
 		b.recordDecision(rq, set, sc, idx, 1, d, now)
-		if !rep.TryAcquire(d.UncachedTokens, rq.outputReserve()) {
+		ticket, ok := rep.TryAcquire(d.UncachedTokens, rq.outputReserve())
+		if !ok {
 			sc.full = append(sc.full, rep) // lost a race for its last slot
 			continue
 		}
@@ -161,7 +162,7 @@ func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *s
 		}
 		b.m.reasons.WithLabelValues(m.cfg.Name, string(d.Reason)).Inc()
 		l := &eppLease{p: p, model: m, route: routeLabel, tokens: rq.tokens, output: rq.outputReserve(), estimated: rq.estimated, hashes: slices.Clone(rq.settleHashes()),
-			cur: eppTarget{rep: rep, endpoint: ix.of[rep], cached: d.CachedTokens, uncached: d.UncachedTokens}}
+			cur: eppTarget{rep: rep, ticket: ticket, endpoint: ix.of[rep], cached: d.CachedTokens, uncached: d.UncachedTokens}}
 		pk := &epp.Pick{Endpoints: []string{l.cur.endpoint}, Lease: l}
 		if rq.id != "" {
 			pk.Header = map[string]string{HeaderRequestID: rq.id}

@@ -66,11 +66,12 @@ func BenchmarkEPP(b *testing.B) {
 				b.Fatal(err)
 			}
 			rep := set.Replicas[idx]
-			if !rep.TryAcquire(d.UncachedTokens, 0) {
+			ticket, ok := rep.TryAcquire(d.UncachedTokens, 0)
+			if !ok {
 				b.Fatal("full")
 			}
-			rep.Counters.Prefilled(d.UncachedTokens)
-			rep.Counters.Done(d.UncachedTokens, 0, true)
+			rep.Counters.Prefilled(d.UncachedTokens, ticket, bal.now())
+			rep.Counters.Done(d.UncachedTokens, 0, ticket, true)
 			bal.putScratch(sc)
 		}
 	})
@@ -83,7 +84,7 @@ func BenchmarkEPP(b *testing.B) {
 				b.Fatal(err)
 			}
 			pk.Lease.Served(pk.Endpoints[0], 200)
-			pk.Lease.Prefilled()
+			pk.Lease.Prefilled(true)
 			pk.Lease.Done()
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/inferrail/inferrail/balancer/fleet"
 	"github.com/inferrail/inferrail/balancer/route"
@@ -14,6 +15,7 @@ import (
 // eppTarget is one endpoint of a pick with its predicted tokens.
 type eppTarget struct {
 	rep              *fleet.Replica
+	ticket           route.Ticket // from rep.TryAcquire
 	endpoint         string
 	cached, uncached int
 }
@@ -60,10 +62,14 @@ func (l *eppLease) Served(endpoint string, status int) map[string]string {
 			next.rep = l.p.index(l.p.b.fleet.Snapshot()).byAddr[endpoint]
 		}
 		if l.cur.rep != nil {
-			l.cur.rep.Counters.Done(l.cur.uncached, l.output, l.prefilled)
+			l.cur.rep.Counters.Done(l.cur.uncached, l.output, l.cur.ticket, l.prefilled)
 		}
-		if next.rep != nil && !next.rep.TryAcquire(next.uncached, l.output) {
-			next.rep = nil
+		if next.rep != nil {
+			t, ok := next.rep.TryAcquire(next.uncached, l.output)
+			if !ok {
+				next.rep = nil
+			}
+			next.ticket = t
 		}
 		l.cur = next
 	}
@@ -91,7 +97,7 @@ func (l *eppLease) Served(endpoint string, status int) map[string]string {
 
 // Prefilled settles the pick's pending prefill, as proxy mode does at the
 // first token.
-func (l *eppLease) Prefilled() {
+func (l *eppLease) Prefilled(firstToken bool) {
 	if l.prefilled || l.done {
 		return
 	}
@@ -100,7 +106,11 @@ func (l *eppLease) Prefilled() {
 	if rep == nil {
 		return
 	}
-	rep.Counters.Prefilled(l.cur.uncached)
+	var first time.Time
+	if firstToken {
+		first = l.p.b.now()
+	}
+	rep.Counters.Prefilled(l.cur.uncached, l.cur.ticket, first)
 	if s, ok := l.model.policy.(route.Settler); ok {
 		s.Settle(l.hashes, rep.ID, l.p.b.now())
 	}
@@ -116,7 +126,7 @@ func (l *eppLease) Done() {
 	}
 	l.done = true
 	if rep := l.cur.rep; rep != nil {
-		rep.Counters.Done(l.cur.uncached, l.output, l.prefilled)
+		rep.Counters.Done(l.cur.uncached, l.output, l.cur.ticket, l.prefilled)
 	}
 	outcome := outcomeClientGone // the stream ended before any response
 	switch {

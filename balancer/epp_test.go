@@ -63,10 +63,12 @@ func TestEPPDecisionsEqualProxy(t *testing.T) {
 			n, uncached := r.IntN(3), r.IntN(4000)
 			for range n {
 				pr, er := proxyB.fleet.Snapshot().Replicas[j], eppB.fleet.Snapshot().Replicas[j]
-				if !pr.TryAcquire(uncached, 0) || !er.TryAcquire(uncached, 0) {
+				pt, pok := pr.TryAcquire(uncached, 0)
+				et, eok := er.TryAcquire(uncached, 0)
+				if !pok || !eok {
 					t.Fatal("TryAcquire without caps failed")
 				}
-				held = append(held, func() { pr.Counters.Done(uncached, 0, false); er.Counters.Done(uncached, 0, false) })
+				held = append(held, func() { pr.Counters.Done(uncached, 0, pt, false); er.Counters.Done(uncached, 0, et, false) })
 			}
 		}
 		body := fmt.Sprintf(`{"model":"m","messages":[{"role":"system","content":%q},{"role":"user","content":"question %d"}],"max_tokens":3}`,
@@ -85,7 +87,7 @@ func TestEPPDecisionsEqualProxy(t *testing.T) {
 		rep := picker.index(eppB.fleet.Snapshot()).byAddr[pk.Endpoints[0]]
 		l := pk.Lease.(*eppLease)
 		l.Served(pk.Endpoints[0], 200)
-		l.Prefilled()
+		l.Prefilled(true)
 		l.Done()
 		if rep == nil || rep.ID != wantID || strconv.Itoa(l.cur.cached) != wantCached {
 			t.Fatalf("request %d: EPP picked %v (%d cached), proxy %s (%s cached)", i, pk.Endpoints, l.cur.cached, wantID, wantCached)
@@ -211,7 +213,7 @@ func TestEPPShedAndSettle(t *testing.T) {
 	if p, f := primary.Counters.OutputReserve.Load(), fallback.Counters.OutputReserve.Load(); p != 0 || f != 3 {
 		t.Fatalf("after served by the fallback: output reserve %d on the primary, %d on the fallback, want 0 and 3", p, f)
 	}
-	l.Prefilled()
+	l.Prefilled(true)
 	if fallback.Counters.Pending.Load() != 0 || fallback.Counters.PendingPrefillTokens.Load() != 0 {
 		t.Fatalf("after the first byte: %d pending, %d pending prefill tokens", fallback.Counters.Pending.Load(), fallback.Counters.PendingPrefillTokens.Load())
 	}

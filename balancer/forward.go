@@ -252,7 +252,8 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 		}
 		rep := set.Replicas[idx]
 		b.recordDecision(rq, set, sc, idx, attempt+1, d, now)
-		if !rep.TryAcquire(d.UncachedTokens, rq.outputReserve()) {
+		ticket, ok := rep.TryAcquire(d.UncachedTokens, rq.outputReserve())
+		if !ok {
 			// Lost a race for its last slot: pick again without it.
 			sc.full = append(sc.full, rep)
 			continue
@@ -267,7 +268,7 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			last = nil
 		}
 		ar, span := b.traceAttempt(r, rq, len(sc.cands), rep, &d, attempt)
-		done, retry, resp, err := b.try(w, ar, rq, rep, d, deadline)
+		done, retry, resp, err := b.try(w, ar, rq, rep, ticket, d, deadline)
 		b.endAttempt(span, rq, done, retry, resp, err)
 		if done {
 			return
@@ -306,9 +307,10 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 // try runs one attempt on rep, whose caps already count it. done reports
 // that the request is finished (answered, or the client is gone). Otherwise
 // the attempt failed before its first byte: retry names why, and resp (a
-// 502/503/504, body unread) or err is what it got.
-func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep *fleet.Replica, d route.Decision, deadline time.Time) (done bool, retry string, resp *http.Response, err error) {
-	ls := &lease{rep: rep, uncached: d.UncachedTokens, output: rq.outputReserve()}
+// 502/503/504, body unread) or err is what it got. ticket is the lease's
+// (fleet.Replica.TryAcquire).
+func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep *fleet.Replica, ticket route.Ticket, d route.Decision, deadline time.Time) (done bool, retry string, resp *http.Response, err error) {
+	ls := &lease{rep: rep, uncached: d.UncachedTokens, output: rq.outputReserve(), ticket: ticket}
 	if !rq.stream {
 		// Its first token is invisible: the prefill is taken to end at the
 		// estimate, so its decode is not counted as queued prefill.
@@ -393,9 +395,13 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		}
 	}
 	defer ls.release()
-	prefilled := func() {
-		ls.prefill()
+	prefilled := func(first bool) {
 		now := b.now()
+		if first {
+			ls.prefill(now)
+		} else {
+			ls.prefill(time.Time{})
+		}
 		if s, ok := rq.model.policy.(route.Settler); ok {
 			s.Settle(rq.settleHashes(), rep.ID, now)
 		}
@@ -405,9 +411,9 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		}
 	}
 	if rq.stream && resp.StatusCode/100 == 2 && openai.IsEventStream(resp.Header) {
-		resp.Body = &openai.FirstTokenReader{R: resp.Body, OnFirstToken: prefilled}
+		resp.Body = &openai.FirstTokenReader{R: resp.Body, OnFirstToken: func() { prefilled(true) }}
 	} else {
-		prefilled()
+		prefilled(false)
 	}
 	extra := http.Header{HeaderRequestID: {rq.id}, HeaderReplica: {rep.ID}}
 	if rq.tokens > 0 {

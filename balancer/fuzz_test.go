@@ -90,7 +90,7 @@ func TestPicksOnlyEligibleReplicas(t *testing.T) {
 		for i, r := range snap.Replicas {
 			switch rng.IntN(3) {
 			case 0: // hold it full
-				for r.TryAcquire(0, 0) {
+				for _, ok := r.TryAcquire(0, 0); ok; _, ok = r.TryAcquire(0, 0) {
 					if r.MaxConcurrency == 0 && r.MaxPending == 0 {
 						b.fleet.ReportFailure(r) // uncapped: eject it instead
 						break

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/balancer/fleet"
+	"github.com/inferrail/inferrail/balancer/route"
 )
 
 // lease is one attempt's claim on a replica's counts (route.Counters): taken
@@ -15,19 +16,24 @@ import (
 type lease struct {
 	rep       *fleet.Replica
 	uncached  int
-	output    int // the request's OutputReserve
+	output    int          // the request's OutputReserve
+	ticket    route.Ticket // from TryAcquire
 	prefilled atomic.Bool
 	timer     *time.Timer // the estimated prefill end of a non-streaming request
 }
 
 // prefillAfter releases the prefill part after d, unless prefill is called
 // first.
-func (l *lease) prefillAfter(d time.Duration) { l.timer = time.AfterFunc(max(d, 0), l.prefill) }
+func (l *lease) prefillAfter(d time.Duration) {
+	l.timer = time.AfterFunc(max(d, 0), func() { l.prefill(time.Time{}) })
+}
 
-// prefill releases the prefill part of the lease (at most once).
-func (l *lease) prefill() {
+// prefill releases the prefill part of the lease (at most once): first is
+// when the stream's first token was seen, zero where the end is estimated
+// (route.Counters.Prefilled).
+func (l *lease) prefill(first time.Time) {
 	if l.prefilled.CompareAndSwap(false, true) {
-		l.rep.Counters.Prefilled(l.uncached)
+		l.rep.Counters.Prefilled(l.uncached, l.ticket, first)
 	}
 }
 
@@ -36,5 +42,5 @@ func (l *lease) release() {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
-	l.rep.Counters.Done(l.uncached, l.output, l.prefilled.Swap(true))
+	l.rep.Counters.Done(l.uncached, l.output, l.ticket, l.prefilled.Swap(true))
 }

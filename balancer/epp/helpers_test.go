@@ -82,8 +82,8 @@ func (l *fakeLease) Served(endpoint string, status int) map[string]string {
 	l.calls = append(l.calls, "served "+endpoint+" "+strconv.Itoa(status))
 	return map[string]string{"X-Served-By": endpoint}
 }
-func (l *fakeLease) Prefilled() { l.calls = append(l.calls, "prefilled") }
-func (l *fakeLease) Done()      { l.calls = append(l.calls, "done") }
+func (l *fakeLease) Prefilled(bool) { l.calls = append(l.calls, "prefilled") }
+func (l *fakeLease) Done()          { l.calls = append(l.calls, "done") }
 
 // run serves one stream of msgs and returns what the server sent.
 func run(t *testing.T, p Picker, msgs ...*extprocv3.ProcessingRequest) []*extprocv3.ProcessingResponse {

@@ -66,7 +66,8 @@ type Lease interface {
 	// Prefilled reports the end of the request's prefill: a streamed
 	// response's first token-bearing event, another response's first body
 	// byte, or its headers when the data plane sends no response body.
-	Prefilled()
+	// firstToken reports the first of these: the end of an engine step.
+	Prefilled(firstToken bool)
 	// Done reports the end of the request, answered or not.
 	Done()
 }

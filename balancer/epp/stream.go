@@ -253,7 +253,7 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders, served string) error
 		set = st.lease.Served(served, code)
 		noBody := st.respMode == extprocfilterv3.ProcessingMode_NONE
 		if noBody || h.GetEndOfStream() {
-			st.markPrefilled()
+			st.markPrefilled(false)
 		}
 		if h.GetEndOfStream() {
 			st.end()
@@ -269,13 +269,13 @@ func (st *stream) responseHeaders(h *extprocv3.HttpHeaders, served string) error
 func (st *stream) responseBody(b *extprocv3.HttpBody) error {
 	switch {
 	case b.GetEndOfStream():
-		st.markPrefilled()
+		st.markPrefilled(false)
 	case st.sse:
 		if st.first.Feed(b.GetBody()) {
-			st.markPrefilled()
+			st.markPrefilled(true)
 		}
 	case len(b.GetBody()) > 0:
-		st.markPrefilled()
+		st.markPrefilled(false)
 	}
 	if b.GetEndOfStream() {
 		st.end()
@@ -288,17 +288,18 @@ func (st *stream) responseBody(b *extprocv3.HttpBody) error {
 }
 
 // markPrefilled settles the lease's pending prefill (once): at a stream's
-// first token-bearing event, another response's first byte, or its end.
-func (st *stream) markPrefilled() {
+// first token-bearing event (firstToken), another response's first byte, or
+// its end.
+func (st *stream) markPrefilled(firstToken bool) {
 	if st.lease != nil && !st.prefilled && !st.done {
 		st.prefilled = true
-		st.lease.Prefilled()
+		st.lease.Prefilled(firstToken)
 	}
 }
 
 // end settles the lease at the end of the response.
 func (st *stream) end() {
-	st.markPrefilled()
+	st.markPrefilled(false)
 	st.finish()
 }
 

@@ -100,7 +100,8 @@ func TestCapsNeverOvershoot(t *testing.T) {
 			wg.Go(func() {
 				local := rand.New(rand.NewPCG(uint64(trial), uint64(g)))
 				for range 500 {
-					if !r.TryAcquire(10, 0) {
+					ticket, ok := r.TryAcquire(10, 0)
+					if !ok {
 						continue
 					}
 					in, pend := r.Counters.InFlight.Load(), r.Counters.Pending.Load()
@@ -109,9 +110,9 @@ func TestCapsNeverOvershoot(t *testing.T) {
 					mu.Unlock()
 					first := local.IntN(2) == 0
 					if first {
-						r.Counters.Prefilled(10)
+						r.Counters.Prefilled(10, ticket, time.Now())
 					}
-					r.Counters.Done(10, 0, first)
+					r.Counters.Done(10, 0, ticket, first)
 				}
 			})
 		}
@@ -257,11 +258,12 @@ func TestFullReplicaAtCap(t *testing.T) {
 	s := spec("r", "m")
 	s.MaxConcurrency = 1
 	r := newReplica(s)
-	if !r.TryAcquire(0, 0) || r.TryAcquire(0, 0) {
+	t1, ok1 := r.TryAcquire(0, 0)
+	if _, ok2 := r.TryAcquire(0, 0); !ok1 || ok2 {
 		t.Fatal("cap of 1 not enforced")
 	}
-	r.Counters.Done(0, 0, false)
-	if !r.TryAcquire(0, 0) {
+	r.Counters.Done(0, 0, t1, false)
+	if _, ok := r.TryAcquire(0, 0); !ok {
 		t.Fatal("released slot not reusable")
 	}
 }

@@ -153,21 +153,22 @@ func (r *Replica) markUp() {
 // TryAcquire counts a request against the replica's caps: it increments
 // InFlight and Pending only if both stay within MaxConcurrency and
 // MaxPending, with compare-and-swap so concurrent callers never overshoot,
-// and adds uncached to PendingPrefillTokens and output (the request's
-// route.CostConfig.OutputReserve) to OutputReserve. It reports whether the
-// request was counted; release it with Counters.Prefilled and Counters.Done.
-func (r *Replica) TryAcquire(uncached, output int) bool {
+// and adds uncached to PendingPrefillTokens (Counters.Sent) and output (the
+// request's route.CostConfig.OutputReserve) to OutputReserve. It reports
+// whether the request was counted, with its ticket; release it with
+// Counters.Prefilled and Counters.Done.
+func (r *Replica) TryAcquire(uncached, output int) (route.Ticket, bool) {
 	c := &r.Counters
 	if !incBelow(&c.InFlight, r.MaxConcurrency) {
-		return false
+		return 0, false
 	}
 	if !incBelow(&c.Pending, r.MaxPending) {
 		c.InFlight.Add(-1)
-		return false
+		return 0, false
 	}
-	c.PendingPrefillTokens.Add(int64(uncached))
+	t := c.Sent(uncached)
 	c.OutputReserve.Add(int64(output))
-	return true
+	return t, true
 }
 
 // incBelow increments v if the result stays <= limit (limit 0: no cap).

@@ -2,6 +2,7 @@ package route
 
 import (
 	"math"
+	"time"
 
 	"github.com/zeebo/xxh3"
 
@@ -92,6 +93,12 @@ type Work struct {
 	Pending int
 	// PrefillTokens is the uncached prompt tokens of the Pending requests.
 	PrefillTokens int64
+	// StepTokens is the part of PrefillTokens in the engine step that began
+	// at StepStart (Counters.Step): this balancer's own requests sent before
+	// the last step end it saw there. The rest queue behind that step.
+	StepTokens int64
+	// StepStart is when that step began (zero: no step end seen).
+	StepStart time.Time
 	// OutputReserve is the KV memory, in tokens, the InFlight requests'
 	// outputs may still take (CostConfig.OutputReserve): this balancer's
 	// own by each request's stated max_tokens, the others'
@@ -214,6 +221,8 @@ func (c *Candidate) ownWork() Work {
 	w := Work{InFlight: int(max(f, 0)), Pending: int(max(p, 0)), PrefillTokens: max(t, 0)}
 	if c.Own != nil {
 		w.OutputReserve = max(c.Own.OutputReserve.Load(), 0)
+		w.StepTokens, w.StepStart = c.Own.Step()
+		w.StepTokens = min(w.StepTokens, w.PrefillTokens)
 	}
 	return w
 }

@@ -53,7 +53,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	// and s.load (no longer needed for the fallback) what its cache saves.
 	s.delay = s.delay[:0]
 	totalDelay, weights := 0.0, 0.0
-	cold, _ := p.est.ttft(0, 0, prompt, 0)
+	cold, _ := p.est.ttft(queue{}, 0, prompt, 0)
 	s.load = s.load[:0]
 	s.kvWait = s.kvWait[:0]
 	s.flight = s.flight[:0]
@@ -78,8 +78,8 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 			unknown++
 		}
 		s.kvWait = append(s.kvWait, kvWait)
-		t, wait := p.est.ttft(float64(w.PrefillTokens), w.Decodes(), prompt-cached, cached)
-		idle, _ := p.est.ttft(0, 0, prompt-cached, cached)
+		t, wait := p.est.ttft(p.est.queueOf(w, now), w.Decodes(), prompt-cached, cached)
+		idle, _ := p.est.ttft(queue{}, 0, prompt-cached, cached)
 		mem := 0.0 // the wait for memory: delay, not a queue of prefill (wait)
 		if kvWait > 0 && !math.IsInf(kvWait, 1) {
 			mem = kvWait

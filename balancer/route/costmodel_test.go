@@ -72,8 +72,6 @@ func TestCostModelMatchesIdleClosedForm(t *testing.T) {
 	}
 }
 
-func absDur(d time.Duration) time.Duration { return max(d, -d) }
-
 // fleet4 returns four fresh, equally loaded replicas; replica 2 holds the
 // first warm blocks of hs.
 func fleet4(hs []kvblock.Hash, warm int) []Candidate {
@@ -336,7 +334,7 @@ func TestCostModelDecodeInterference(t *testing.T) {
 		t.Fatalf("picked %d, want the replica without decodes", got)
 	}
 	e := newEstimator(DefaultCostConfig())
-	busy, _ := e.ttft(0, 200, 2047, 0)
+	busy, _ := e.ttft(queue{}, 200, 2047, 0)
 	if float64(d.EstimatedTTFT) >= busy {
 		t.Errorf("idle estimate %v not below busy estimate %v", d.EstimatedTTFT, time.Duration(busy))
 	}
@@ -349,14 +347,14 @@ func TestEstimatorMonotone(t *testing.T) {
 	for q := 0.0; q < 100000; q += 7919 {
 		for r := 0; r < 600; r += 97 {
 			for c := 0; c < 30000; c += 4001 {
-				base, _ := e.ttft(q, r, 32768-c, c)
-				if more, _ := e.ttft(q+1000, r, 32768-c, c); more < base {
+				base, _ := e.ttft(queue{tokens: q}, r, 32768-c, c)
+				if more, _ := e.ttft(queue{tokens: q + 1000}, r, 32768-c, c); more < base {
 					t.Fatalf("more queue made it faster at q=%v r=%d c=%d", q, r, c)
 				}
-				if more, _ := e.ttft(q, r+10, 32768-c, c); more < base {
+				if more, _ := e.ttft(queue{tokens: q}, r+10, 32768-c, c); more < base {
 					t.Fatalf("more decodes made it faster at q=%v r=%d c=%d", q, r, c)
 				}
-				if warmer, _ := e.ttft(q, r, 32768-c-1000, c+1000); warmer > base {
+				if warmer, _ := e.ttft(queue{tokens: q}, r, 32768-c-1000, c+1000); warmer > base {
 					t.Fatalf("more cache made it slower at q=%v r=%d c=%d", q, r, c)
 				}
 			}
@@ -390,8 +388,8 @@ func TestCostModelReplicatesHotPrefix(t *testing.T) {
 	if other != got {
 		t.Errorf("two balancers replicate the hot prefix to %d and %d, want the same replica", got, other)
 	}
-	lease(cs[got].Own, d.UncachedTokens)
-	cs[got].Own.Prefilled(d.UncachedTokens)
+	tk := lease(cs[got].Own, d.UncachedTokens)
+	cs[got].Own.Prefilled(d.UncachedTokens, tk, time.Time{})
 	_, d2 := mustPick(t, p, req(hs), cs)
 	if d2.Cached[got] == 0 {
 		t.Errorf("after replication the overlay predicts nothing on the new home %d: %v", got, d2.Cached)
@@ -405,34 +403,34 @@ func TestCostModelReplicatesHotPrefix(t *testing.T) {
 func TestCostModelMissPenalty(t *testing.T) {
 	hs := prompt(5, 5, 192, 196) // 3,136 tokens, 3,072 shared
 	e := newEstimator(DefaultCostConfig())
-	cold, _ := e.ttft(0, 0, 196*16, 0)
-	setup := func(queue float64) []Candidate {
+	cold, _ := e.ttft(queue{}, 0, 196*16, 0)
+	setup := func(queued float64) []Candidate {
 		cs := cands(2)
 		cs[0].Prefix = fakeIndex{}.add(hs[:192])
-		cs[0].Load.Exact, cs[0].Load.InFlight, cs[0].Load.Pending, cs[0].Load.PrefillTokens = true, 3, 3, int64(queue)
+		cs[0].Load.Exact, cs[0].Load.InFlight, cs[0].Load.Pending, cs[0].Load.PrefillTokens = true, 3, 3, int64(queued)
 		return cs
 	}
-	// A queue whose wait is about 1.5 cold prefills.
-	queue := math.Floor(1.5 * cold / e.nsPerTok)
+	// A queued whose wait is about 1.5 cold prefills.
+	queued := math.Floor(1.5 * cold / e.nsPerTok)
 	greedy := newPolicy(t, PolicyCostModel, func(c *Config) { c.Cost.MissPenalty = 0 })
-	if got, _ := mustPick(t, greedy, req(hs), setup(queue)); got != 1 {
+	if got, _ := mustPick(t, greedy, req(hs), setup(queued)); got != 1 {
 		t.Errorf("MissPenalty 0: pick %d, want the cold replica 1", got)
 	}
 	p := newPolicy(t, PolicyCostModel, nil)
-	got, d := mustPick(t, p, req(hs), setup(queue))
+	got, d := mustPick(t, p, req(hs), setup(queued))
 	if got != 0 {
 		t.Errorf("MissPenalty 1: pick %d, want the warm replica 0", got)
 	}
-	if want, _ := e.ttft(queue, 0, d.UncachedTokens, d.CachedTokens); d.CachedTokens != 3072 || math.Abs(float64(d.EstimatedTTFT)-want) > 1 {
+	if want, _ := e.ttft(queue{tokens: queued}, 0, d.UncachedTokens, d.CachedTokens); d.CachedTokens != 3072 || math.Abs(float64(d.EstimatedTTFT)-want) > 1 {
 		t.Errorf("EstimatedTTFT = %v with %d cached, want the estimate without penalty %v with 3072", d.EstimatedTTFT, d.CachedTokens, time.Duration(want))
 	}
-	// Three cold prefills of queue outweigh the penalty.
+	// Three cold prefills of queued outweigh the penalty.
 	if got, _ := mustPick(t, p, req(hs), setup(3*cold/e.nsPerTok)); got != 1 {
-		t.Errorf("MissPenalty 1 behind a long queue: pick %d, want the cold replica 1", got)
+		t.Errorf("MissPenalty 1 behind a long queued: pick %d, want the cold replica 1", got)
 	}
 }
 
-// A long prompt whose warm replica has a queue longer than one engine step,
+// A long prompt whose warm replica has a queued longer than one engine step,
 // while the others idle, spills: the miss penalty alone would keep it there.
 func TestCostModelBoundsWork(t *testing.T) {
 	hs := prompt(11, 11, 600, 1000) // 16k tokens, 9.6k of them warm on replica 0
@@ -448,8 +446,8 @@ func TestCostModelBoundsWork(t *testing.T) {
 		t.Errorf("short queue: pick %d %q, want the warm replica", got, d.Reason)
 	}
 	e := newEstimator(DefaultCostConfig())
-	cold, _ := e.ttft(0, 0, 16000, 0)
-	warm, _ := e.ttft(0, 0, 16000-9600, 9600)
+	cold, _ := e.ttft(queue{}, 0, 16000, 0)
+	warm, _ := e.ttft(queue{}, 0, 16000-9600, 9600)
 	saves := cold - warm
 	if step := e.step(float64(e.budget), 0); 1.5*saves < 1.2*step {
 		t.Fatalf("the cache saves %v ns, too little against a step of %v for this test", saves, step)
@@ -519,8 +517,7 @@ func TestCostModelNearTiesFavourFewerInFlight(t *testing.T) {
 				n = 20
 			}
 			for range n { // decoding: in flight, past their prefill
-				lease(cs[k].Own, 0)
-				cs[k].Own.Prefilled(0)
+				cs[k].Own.Prefilled(0, lease(cs[k].Own, 0), time.Time{})
 			}
 		}
 		got, d := mustPick(t, p, req(prompt(uint32(2000+i), uint32(2000+i), 0, 64)), cs)
@@ -563,9 +560,9 @@ func TestCostModelWorkBoundProperty(t *testing.T) {
 		delay := func(k int) (float64, float64) {
 			w := cs[k].ownWork()
 			c := int(d.Cached[k])
-			t, _ := e.ttft(float64(w.PrefillTokens), w.Decodes(), prompt-c, c)
-			idle, _ := e.ttft(0, 0, prompt-c, c)
-			cold, _ := e.ttft(0, 0, prompt, 0)
+			t, _ := e.ttft(e.queueOf(w, time.Time{}), w.Decodes(), prompt-c, c)
+			idle, _ := e.ttft(queue{}, 0, prompt-c, c)
+			cold, _ := e.ttft(queue{}, 0, prompt, 0)
 			return t - idle, cold - idle
 		}
 		total, weights := 0.0, 0.0
@@ -690,3 +687,48 @@ func TestKVShort(t *testing.T) {
 		t.Errorf("kvFit with an unknown capacity = %v, want kvUnknown", got)
 	}
 }
+
+// A replica whose step is under way charges a new request only the rest of
+// that step; prompts queued behind no step, in full. Measured against the
+// engine's schedule: a request sent mid-step is scheduled at the step's end,
+// with what queued during it (Counters.Step).
+func TestCostModelChargesTheRestOfTheStepUnderWay(t *testing.T) {
+	cs := cands(2)
+	// Replica 0: the first token of one request ended a step at t0; the
+	// other, 2,048 tokens, is in the step that began then, beside the
+	// first one's decode.
+	first := lease(cs[0].Own, 512)
+	lease(cs[0].Own, 2048)
+	cs[0].Own.Prefilled(512, first, t0)
+	// Replica 1: 2,048 tokens sent, no step end seen: all queued.
+	lease(cs[1].Own, 2048)
+	e := newEstimator(DefaultCostConfig())
+	step := e.step(2048+1, 1) + e.att*2048*e.queuedPrompt/2
+	for _, tc := range []struct {
+		name    string
+		elapsed time.Duration
+		want    int
+	}{
+		{"near its end", time.Duration(0.9 * step), 0},
+		{"just begun", 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := req(prompt(1, 1, 0, 64))
+			r.Now = t0.Add(tc.elapsed)
+			got, d := mustPick(t, newPolicy(t, PolicyCostModel, nil), r, cs)
+			if got != tc.want {
+				t.Errorf("picked %d (waits %v), want %d", got, d.Waits, tc.want)
+			}
+			if want := time.Duration(step - float64(tc.elapsed)); absDur(d.Waits[0]-want) > time.Microsecond {
+				t.Errorf("replica 0's queue wait %v, want the rest of its step %v", d.Waits[0], want)
+			}
+			queued, _ := e.ttft(queue{tokens: 2048}, 0, 1024, 0)
+			alone, _ := e.ttft(queue{}, 0, 1024, 0)
+			if want := time.Duration(queued - alone); absDur(d.Waits[1]-want) > time.Microsecond {
+				t.Errorf("replica 1's queue wait %v, want its queue in full %v", d.Waits[1], want)
+			}
+		})
+	}
+}
+
+func absDur(d time.Duration) time.Duration { return max(d, -d) }

@@ -1,6 +1,10 @@
 package route
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
 // Counters are the balancer's own per-replica counts, owned by the fleet and
 // shared by every snapshot that holds the replica. They are exact for this
@@ -20,23 +24,77 @@ type Counters struct {
 	// InFlight requests may still take: each one's CostConfig.OutputReserve,
 	// counted until it ends.
 	OutputReserve atomic.Int64
+
+	// The step clock (Step): mu guards it.
+	mu sync.Mutex
+	// steps counts the engine step ends this balancer has seen there (a
+	// Ticket is its value when a request was sent), and end is the last.
+	steps uint64
+	end   time.Time
+	// queued is the part of PendingPrefillTokens sent after end.
+	queued int64
+}
+
+// A Ticket is a request's place on its replica's step clock: the step ends
+// the balancer had seen there when it sent the request (Counters.Sent).
+type Ticket uint64
+
+// Sent records a request's uncached prompt tokens as pending prefill, queued
+// behind the step under way, and returns its ticket for Prefilled and Done.
+// fleet.Replica.TryAcquire calls it.
+func (c *Counters) Sent(uncached int) Ticket {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.PendingPrefillTokens.Add(int64(uncached))
+	c.queued += int64(uncached)
+	return Ticket(c.steps)
 }
 
 // Prefilled records that a started request's prefill is over. Call it at
-// most once per request, with the uncached its lease counted (the fleet takes
-// leases: fleet.Replica.TryAcquire).
-func (c *Counters) Prefilled(uncached int) {
+// most once per request, with the uncached and ticket its lease counted,
+// and first the time its first token was seen, or zero where the end is
+// estimated (a non-streaming request's). A first token ends an engine step:
+// unless the step end was already counted by another request of the same
+// step (one sent before the previous step end seen), the requests still
+// pending are in the step now under way, not queued behind it.
+func (c *Counters) Prefilled(uncached int, t Ticket, first time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.Pending.Add(-1)
 	c.PendingPrefillTokens.Add(-int64(uncached))
+	if uint64(t) == c.steps {
+		c.queued -= int64(uncached)
+	}
+	if !first.IsZero() && uint64(t)+1 >= c.steps {
+		c.steps++
+		c.end = first
+		c.queued = 0
+	}
 }
 
-// Done records the end of a started request, with the uncached and output
-// its lease counted. prefilled reports whether Prefilled was called for it;
-// if not, Done also undoes its pending counts.
-func (c *Counters) Done(uncached, output int, prefilled bool) {
+// Done records the end of a started request, with the uncached, output and
+// ticket its lease counted. prefilled reports whether Prefilled was called
+// for it; if not, Done also undoes its pending counts.
+func (c *Counters) Done(uncached, output int, t Ticket, prefilled bool) {
 	if !prefilled {
-		c.Prefilled(uncached)
+		c.Prefilled(uncached, t, time.Time{})
 	}
 	c.OutputReserve.Add(-int64(output))
 	c.InFlight.Add(-1)
+}
+
+// Step splits PendingPrefillTokens at the last engine step end this
+// balancer saw on the replica: inStep is the tokens sent before it, which
+// the engine took into the step that began then (and, beyond its token
+// budget, the next ones), and end is that step end (zero: none seen). The
+// rest were sent after it and queue behind that step. The engine schedules
+// at the start of a step, so a request sent now waits for the rest of the
+// step under way and then prefills with the queued ones: counting the step's
+// own prefills as queued charged a replica mid-step for work it was about to
+// finish, and sent the next several requests to the one whose step had just
+// ended (W6, docs/routing.md#the-load-model).
+func (c *Counters) Step() (inStep int64, end time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(c.PendingPrefillTokens.Load()-c.queued, 0), c.end
 }

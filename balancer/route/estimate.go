@@ -65,18 +65,43 @@ func (e *estimator) prefill(tokens float64, running int) float64 {
 	return t
 }
 
+// queue is the prefill work ahead of a new request on a replica: the time
+// left of the engine step under way and the uncached prompt tokens queued
+// behind it.
+type queue struct{ left, tokens float64 }
+
+// queueOf splits w's pending prefill at now (Work.StepTokens): the step under
+// way holds what its token budget takes of StepTokens beside the running
+// decodes and has run since StepStart; the rest of StepTokens and the tokens
+// sent after the step began queue behind it. A request sent now is scheduled
+// at the next step start, so of the step under way it waits only for what is
+// left; the queued tokens it prefills with.
+func (e *estimator) queueOf(w Work, now time.Time) queue {
+	q := queue{tokens: float64(max(w.PrefillTokens, 0))}
+	if w.StepTokens <= 0 || w.StepStart.IsZero() {
+		return q
+	}
+	running := w.Decodes()
+	in := min(float64(w.StepTokens), float64(max(e.budget-running, 1)), q.tokens)
+	q.tokens -= in
+	step := e.step(in+float64(running), running) + e.att*in*e.queuedPrompt/2
+	q.left = max(step-float64(now.Sub(w.StepStart)), 0)
+	return q
+}
+
 // ttft returns the estimated time to first token, in ns, of a request with
-// uncached new tokens and cached tokens already in KV, behind queued
-// uncached prompt tokens and running decodes; and the part of it due to the
-// queue (what an idle replica would not charge).
-func (e *estimator) ttft(queued float64, running, uncached, cached int) (total, wait float64) {
+// uncached new tokens and cached tokens already in KV, behind q and running
+// decodes; and the part of it due to q (what an idle replica would not
+// charge).
+func (e *estimator) ttft(q queue, running, uncached, cached int) (total, wait float64) {
 	n, c := float64(uncached), float64(cached)
 	own := e.att * n * (c + n/2)
 	alone := e.treq + e.prefill(n, running) + own
-	if queued <= 0 {
+	if q.tokens <= 0 && q.left <= 0 {
 		return alone, 0
 	}
-	total = e.treq + e.prefill(queued+n, running) + own + e.att*queued*e.queuedPrompt/2
+	queued := max(q.tokens, 0)
+	total = e.treq + q.left + e.prefill(queued+n, running) + own + e.att*queued*e.queuedPrompt/2
 	return total, total - alone
 }
 
@@ -101,6 +126,6 @@ func (c CostConfig) IdleTTFT(promptTokens, cachedTokens int) time.Duration {
 	}
 	cachedTokens = max(0, min(cachedTokens, promptTokens-1))
 	e := newEstimator(c)
-	t, _ := e.ttft(0, 0, promptTokens-cachedTokens, cachedTokens)
+	t, _ := e.ttft(queue{}, 0, promptTokens-cachedTokens, cachedTokens)
 	return time.Duration(math.Round(t))
 }

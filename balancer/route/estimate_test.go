@@ -56,7 +56,7 @@ func TestEstimatorMatchesStepSimulation(t *testing.T) {
 		uncached := 1 + r.IntN(20000)
 		cached := r.IntN(2) * r.IntN(30000)
 		e := newEstimator(c)
-		got, wait := e.ttft(float64(queued), running, uncached, cached)
+		got, wait := e.ttft(queue{tokens: float64(queued)}, running, uncached, cached)
 		want := stepSim(c, queued, running, c.DecodeContextTokens, uncached, cached)
 		if math.Abs(got-want) > 1e-6*want {
 			t.Fatalf("q=%d r=%d n=%d c=%d B=%d: estimate %.0f ns, simulation %.0f ns",

@@ -11,11 +11,11 @@ import (
 
 // lease counts a request with uncached prompt tokens on c, as a lease
 // without caps does (production leases are taken by fleet.Replica.TryAcquire;
-// route cannot import the fleet).
-func lease(c *Counters, uncached int) {
+// route cannot import the fleet), and returns its ticket.
+func lease(c *Counters, uncached int) Ticket {
 	c.InFlight.Add(1)
 	c.Pending.Add(1)
-	c.PendingPrefillTokens.Add(int64(uncached))
+	return c.Sent(uncached)
 }
 
 // fakeIndex is a PrefixIndex holding an exact set of block hashes.

@@ -89,8 +89,8 @@ func TestConcurrentPicks(t *testing.T) {
 							t.Error(err)
 							return
 						}
-						lease(cs[k].Own, d.UncachedTokens)
-						cs[k].Own.Done(d.UncachedTokens, 0, false)
+						tk := lease(cs[k].Own, d.UncachedTokens)
+						cs[k].Own.Done(d.UncachedTokens, 0, tk, false)
 					}
 				})
 			}

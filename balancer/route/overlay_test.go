@@ -45,8 +45,8 @@ func TestOverlayMakesABurstColocate(t *testing.T) {
 				}
 				// The lease the balancer takes; the prefill finishes before
 				// the next request, but the summary has not caught up.
-				lease(cs[i].Own, d.UncachedTokens)
-				cs[i].Own.Prefilled(d.UncachedTokens)
+				tk := lease(cs[i].Own, d.UncachedTokens)
+				cs[i].Own.Prefilled(d.UncachedTokens, tk, time.Time{})
 				seen[i]++
 			}
 			if got := len(seen) == 1; got != tc.together || len(seen) > tc.homes {

@@ -1,0 +1,54 @@
+package route
+
+import (
+	"testing"
+	"time"
+)
+
+// The step clock through a replica's life: a first token ends an engine
+// step, so what was sent before it is in the step that began then, and what
+// is sent after it queues behind that step.
+func TestCountersStepClock(t *testing.T) {
+	var c Counters
+	t0 := time.Unix(1000, 0)
+	sent := func(uncached int) Ticket {
+		c.InFlight.Add(1)
+		c.Pending.Add(1)
+		return c.Sent(uncached)
+	}
+	check := func(step string, wantIn int64, wantEnd time.Time) {
+		t.Helper()
+		in, end := c.Step()
+		if in != wantIn || !end.Equal(wantEnd) {
+			t.Errorf("%s: Step() = %d tokens since %v, want %d since %v", step, in, end, wantIn, wantEnd)
+		}
+	}
+	a, b := sent(100), sent(200)
+	check("two sent to an idle replica, no step end seen", 0, time.Time{})
+	c.Prefilled(100, a, t0.Add(10*time.Millisecond))
+	check("the first one's first token", 200, t0.Add(10*time.Millisecond))
+	d := sent(400)
+	check("sent during the step", 200, t0.Add(10*time.Millisecond))
+	e := sent(800)
+	c.Done(800, 0, e, false) // cancelled while queued
+	check("a queued one cancelled", 200, t0.Add(10*time.Millisecond))
+	c.Prefilled(200, b, t0.Add(30*time.Millisecond))
+	check("the step's end", 400, t0.Add(30*time.Millisecond))
+	f := sent(50)
+	g, g2 := sent(70), sent(30)
+	c.Prefilled(50, f, time.Time{}) // a non-streaming request's estimated end
+	check("an estimated end is no step end", 400, t0.Add(30*time.Millisecond))
+	c.Prefilled(400, d, t0.Add(60*time.Millisecond))
+	check("the next step's end", 100, t0.Add(60*time.Millisecond))
+	h := sent(10)
+	c.Prefilled(70, g, t0.Add(80*time.Millisecond))
+	check("the step of two", 40, t0.Add(80*time.Millisecond))
+	// The other request of that step: its end is counted already.
+	c.Prefilled(30, g2, t0.Add(81*time.Millisecond))
+	check("a second first token of a counted step", 10, t0.Add(80*time.Millisecond))
+	c.Prefilled(10, h, t0.Add(100*time.Millisecond))
+	check("everything prefilled", 0, t0.Add(100*time.Millisecond))
+	if n, p := c.PendingPrefillTokens.Load(), c.Pending.Load(); n != 0 || p != 0 {
+		t.Errorf("after every request: %d pending prefill tokens, %d pending", n, p)
+	}
+}
