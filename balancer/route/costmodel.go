@@ -58,6 +58,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	s.kvWait = s.kvWait[:0]
 	s.flight = s.flight[:0]
 	fits, unknown, known := 0, 0, math.Inf(1) // known: the least wait for memory known
+	worst := 0.0                              // the longest wait for memory known
 	mean := meanTTFTScale(cands, s.elig)
 	bs := req.blockSize()
 	for _, i := range s.elig {
@@ -73,6 +74,9 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 			known = 0
 		case kvShort:
 			known = min(known, kvWait)
+			if !math.IsInf(kvWait, 1) {
+				worst = max(worst, kvWait)
+			}
 		case kvUnknown:
 			kvWait = -1 // charged the least known wait, below
 			unknown++
@@ -109,8 +113,23 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 			}
 		}
 	}
-	minBound := p.est.step(float64(p.est.budget), 0)
 	short := func(k int) bool { return math.IsInf(s.kvWait[k], 1) }
+	shortCharge := 0.0 // what a short replica without an estimate is charged
+	if fits == 0 && worst > 0 {
+		shortCharge = worst
+		// Every replica is short of memory. One whose wait cannot be
+		// estimated is charged the longest estimated one, not nothing: with
+		// nothing charged it drew every request while the others' waits
+		// were counted (W6 at 135/s: runs of 91 requests to one replica).
+		for k := range s.elig {
+			if short(k) {
+				s.score[k] += shortCharge
+				s.delay[k] += shortCharge
+				totalDelay += shortCharge
+			}
+		}
+	}
+	minBound := p.est.step(float64(p.est.budget), 0)
 	under := func(k int) bool {
 		if short(k) && fits > 0 {
 			return false
@@ -123,9 +142,9 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	bestT, allT := math.Inf(1), math.Inf(1)
 	for k := range s.elig {
 		t := s.score[k]
-		a := t
+		a := t - shortCharge
 		if !short(k) {
-			a -= s.kvWait[k]
+			a = t - s.kvWait[k]
 		}
 		if a < allT {
 			all, allT = k, a
@@ -223,9 +242,8 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 // kvWait estimates, in ns, what a request needing need uncached prompt
 // tokens loses on a replica whose KV memory it is short of (room, for the
 // work w there): 0 when it fits or nothing is known, +Inf when no estimate
-// can be made (no fresh report, nothing in flight whose end would free
-// memory, or a shortfall beyond what all of it frees), which makes the
-// bound skip the replica while another has room.
+// can be made (no fresh report, or nothing in flight whose end would free
+// memory), which makes the bound skip the replica while another has room.
 //
 // The engine frees memory as its requests finish. With n requests in
 // flight and R̄ the mean output each may still write (w.OutputReserve / n),
@@ -236,8 +254,13 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 // alone (what is queued there waits for the same memory). A few long requests holding the memory make
 // a long wait (one of 4 requests writing 256 more ends every 64 steps),
 // many short ones a short wait (one of 62 writing 64 more ends every step).
-// The wait is at most R̄ steps, when k = n. Until then vLLM V1 admits the
-// request while its next chunk's blocks are free and, when a decode needs a
+// k = n is R̄ steps, all in flight ending; a larger shortfall (prefills
+// queued there need the memory first) waits as many more steps as the same
+// rate takes to free it, for the requests admitted as the first ones end
+// free theirs in turn. (It was +Inf beyond n: under overload every replica
+// passed that point, and the ones that did were charged no wait at all.)
+// Until then vLLM V1 admits the request while its next chunk's blocks are
+// free and, when a decode needs a
 // block and none is, preempts the newest running sequence (this request)
 // and computes it again later: its own prefill is charged once more.
 //
@@ -256,9 +279,6 @@ func (p *costModel) kvWait(room kvRoom, w Work, need int) float64 {
 	}
 	rbar := float64(w.OutputReserve) / float64(n)
 	k := math.Ceil(room.deficit / (room.used/float64(n) + rbar))
-	if k > float64(n) {
-		return math.Inf(1)
-	}
 	steps := k * rbar / float64(n)
 	decodes := w.Decodes()
 	return steps*p.est.step(float64(decodes), decodes) + p.est.prefill(float64(max(need, 0)), decodes)

@@ -286,9 +286,55 @@ func TestCostModelWaitsForMemory(t *testing.T) {
 	}
 }
 
+// Under overload every replica is short of memory and has queued prefills
+// that need more of it than all its requests in flight free. The one with
+// the longest queue is charged the longest wait for memory, not none: with
+// none (its wait was +Inf beyond what all in flight free, and a replica
+// without an estimate was charged nothing) it drew every request, W6 at
+// 135/s sent runs of up to 91 to one replica.
+func TestCostModelOverloadChargesTheLongestQueueForMemory(t *testing.T) {
+	cs := cands(4)
+	withCapacity(cs, 4096) // 65,536 tokens of 16
+	for i := range cs {
+		cs[i].Load.KVUsage = 0.95
+		cs[i].Own.InFlight.Add(40) // decoding, 64 tokens still to write each
+		cs[i].Own.OutputReserve.Add(40 * 64)
+		queued := 50
+		if i == 3 {
+			queued = 70
+		}
+		for range queued {
+			lease(cs[i].Own, 1024)
+			cs[i].Own.OutputReserve.Add(64)
+		}
+	}
+	p := newPolicy(t, PolicyCostModel, nil)
+	r := req(prompt(7100, 7100, 0, 64))
+	r.OutputTokens = 64
+	got, d := mustPick(t, p, r, cs)
+	if got == 3 {
+		t.Errorf("picked the replica with the longest queue (%q, TTFTs %v, memory waits %v)", d.Reason, d.TTFTs, d.MemoryWaits)
+	}
+	if d.MemoryWaits[3] <= d.MemoryWaits[0] {
+		t.Errorf("memory waits %v: want the longest queue's the longest", d.MemoryWaits)
+	}
+	// Every replica short, one of them without an estimate (nothing of
+	// its own in flight): it is charged the longest estimated wait.
+	cs = cands(2)
+	withCapacity(cs, 4096)
+	cs[0].Load.KVUsage, cs[1].Load.KVUsage = 0.999, 0.999
+	cs[0].Own.InFlight.Add(62)
+	cs[0].Own.OutputReserve.Add(62 * 64)
+	_, d = mustPick(t, p, r, cs)
+	if d.MemoryWaits[0] <= 0 || d.MemoryWaits[1] != MemoryShort || d.TTFTs[1] < d.MemoryWaits[0] {
+		t.Errorf("memory waits %v, TTFTs %v: want the unestimated replica charged at least the estimated wait", d.MemoryWaits, d.TTFTs)
+	}
+}
+
 // kvWait: k = ⌈deficit / (used/n + R̄)⌉ requests must end, at n/R̄ a step:
-// k·R̄/n steps; no estimate without a fresh report, with nothing in flight,
-// or when all of it ending is not enough.
+// k·R̄/n steps, beyond n too (those admitted as the first ones end free
+// theirs in turn); no estimate without a fresh report or with nothing in
+// flight.
 func TestKVWait(t *testing.T) {
 	p := newPolicy(t, PolicyCostModel, nil).(*costModel)
 	w := Work{InFlight: 10, OutputReserve: 10 * 100}
@@ -303,7 +349,7 @@ func TestKVWait(t *testing.T) {
 		{"one must end", kvRoom{state: kvShort, deficit: 100, used: 10000}, w, 100.0 / 10},
 		{"two must end", kvRoom{state: kvShort, deficit: 1101, used: 10000}, w, 2 * 100.0 / 10},
 		{"all must end", kvRoom{state: kvShort, deficit: 11000, used: 10000}, w, 100},
-		{"more than all", kvRoom{state: kvShort, deficit: 11001, used: 10000}, w, -1},
+		{"more than all", kvRoom{state: kvShort, deficit: 11001, used: 10000}, w, 11 * 100.0 / 10},
 		{"no report", kvRoom{state: kvShort, deficit: 100}, w, -1},
 		{"nothing in flight", kvRoom{state: kvShort, deficit: 100, used: 10000}, Work{}, -1},
 	} {
