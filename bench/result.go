@@ -58,5 +58,11 @@ func ReadResult(path string) (*Result, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("decode result %s: %w", path, err)
 	}
+	// Goodput from the records, by today's definition (Summary.Goodput): a
+	// result written before 2026-12-04 divided by the span to its last
+	// answer's end. A result without records keeps its summary's.
+	if len(r.Records) > 0 {
+		r.Summary.Goodput = Summarize(r.Records, r.Config.SLO).Goodput
+	}
 	return &r, nil
 }

@@ -58,8 +58,11 @@ type Summary struct {
 	// RequestsPerSec and OutputTokensPerSec are completed work over Window.
 	RequestsPerSec     float64 `json:"requests_per_s"`
 	OutputTokensPerSec float64 `json:"output_tokens_per_s"`
-	// Goodput is requests per second that met the SLO; GoodFraction the share
-	// of measured requests that did.
+	// Goodput is requests that met the SLO per second of arrivals: over the
+	// span of the measured requests' send times (Window when they were all
+	// sent at once), so that runs of one arrival plan that all met the SLO
+	// have one goodput however long their last answer took. GoodFraction is
+	// the share of measured requests that met it.
 	Goodput      float64 `json:"goodput_per_s"`
 	GoodFraction float64 `json:"good_fraction"`
 	// HitRateUsage is Σ cached / Σ prompt tokens from usage.
@@ -82,7 +85,7 @@ func Summarize(records []Record, slo SLO) Summary {
 	var (
 		s                              Summary
 		ttft, tpot, itl, e2e, lag      []time.Duration
-		first, end                     time.Duration = -1, 0
+		first, last, end               time.Duration = -1, 0, 0
 		good, outTokens, prompt, cache int
 		absErr                         float64
 		exact                          int
@@ -97,6 +100,7 @@ func Summarize(records []Record, slo SLO) Summary {
 		if first < 0 || r.Scheduled < first {
 			first = r.Scheduled
 		}
+		last = max(last, r.Scheduled)
 		end = max(end, r.Scheduled+r.E2E)
 		lag = append(lag, r.SendLag)
 		if r.Replica != "" {
@@ -136,6 +140,9 @@ func Summarize(records []Record, slo SLO) Summary {
 		s.RequestsPerSec = float64(len(ttft)) / secs
 		s.OutputTokensPerSec = float64(outTokens) / secs
 		s.Goodput = float64(good) / secs
+		if last > first {
+			s.Goodput = float64(good) / (last - first).Seconds()
+		}
 	}
 	if s.Requests > 0 {
 		s.GoodFraction = float64(good) / float64(s.Requests)

@@ -53,7 +53,43 @@ func TestSummarize(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Summarize mismatch (-want +got):\n%s", diff)
 	}
-	if s.Goodput != 0.2 {
-		t.Errorf("goodput %v/s, want 1 good request over 5 s", s.Goodput)
+	if s.Goodput != 0.5 {
+		t.Errorf("goodput %v/s, want 1 good request over 2 s of arrivals (1 s to 3 s)", s.Goodput)
+	}
+	// Two runs of one arrival plan, every request within the SLO: one
+	// goodput, however long the last answer took (it was good/the span to
+	// the last end, and such pairs differed by up to 8% in the committed
+	// matrix).
+	slow := []Record{recs[1], recs[1]} // the first one within the SLO
+	slow[1].Scheduled, slow[1].E2E = 2*time.Second, 9*time.Second
+	fast := []Record{slow[0], slow[1]}
+	fast[1].E2E = time.Second
+	if a, b := Summarize(slow, SLO{TTFT: 2 * time.Second, TPOT: 100 * ms}), Summarize(fast, SLO{TTFT: 2 * time.Second, TPOT: 100 * ms}); a.Goodput != b.Goodput || a.Goodput != 2 {
+		t.Errorf("goodput %v/s and %v/s for one plan all within the SLO, want 2/s both", a.Goodput, b.Goodput)
+	}
+}
+
+// A result read back takes its goodput from its records by the definition of
+// Summarize, whatever its file says (results written before 2026-12-04
+// divided by the span to the last answer's end).
+func TestReadResultGoodputFromRecords(t *testing.T) {
+	ms := time.Millisecond
+	slo := SLO{TTFT: 2 * time.Second, TPOT: 100 * ms}
+	recs := []Record{
+		{Scheduled: time.Second, Status: 200, TTFT: 100 * ms, TPOT: 10 * ms, E2E: time.Second},
+		{Scheduled: 3 * time.Second, Status: 200, TTFT: 100 * ms, TPOT: 10 * ms, E2E: 5 * time.Second},
+	}
+	r := &Result{Config: Config{SLO: slo}, Records: recs, Summary: Summarize(recs, slo)}
+	r.Summary.Goodput = 0.28 // 2 good over 7 s to the last end: the old definition
+	path := t.TempDir() + "/r.json"
+	if err := r.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadResult(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Summary.Goodput != 1 {
+		t.Errorf("goodput read back %v/s, want 1 (2 good over 2 s of arrivals)", got.Summary.Goodput)
 	}
 }
