@@ -25,14 +25,16 @@ type Counters struct {
 	// counted until it ends.
 	OutputReserve atomic.Int64
 
-	// The step clock (Step): mu guards it.
+	// The step clock (Step): mu orders its writers (Sent, Prefilled); Step
+	// reads end and queued without it, so a decision takes no lock.
 	mu sync.Mutex
 	// steps counts the engine step ends this balancer has seen there (a
-	// Ticket is its value when a request was sent), and end is the last.
+	// Ticket is its value when a request was sent), and end is the last,
+	// in Unix nanoseconds (0: none).
 	steps uint64
-	end   time.Time
+	end   atomic.Int64
 	// queued is the part of PendingPrefillTokens sent after end.
-	queued int64
+	queued atomic.Int64
 }
 
 // A Ticket is a request's place on its replica's step clock: the step ends
@@ -45,8 +47,8 @@ type Ticket uint64
 func (c *Counters) Sent(uncached int) Ticket {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.queued.Add(int64(uncached))
 	c.PendingPrefillTokens.Add(int64(uncached))
-	c.queued += int64(uncached)
 	return Ticket(c.steps)
 }
 
@@ -63,12 +65,12 @@ func (c *Counters) Prefilled(uncached int, t Ticket, first time.Time) {
 	c.Pending.Add(-1)
 	c.PendingPrefillTokens.Add(-int64(uncached))
 	if uint64(t) == c.steps {
-		c.queued -= int64(uncached)
+		c.queued.Add(-int64(uncached))
 	}
 	if !first.IsZero() && uint64(t)+1 >= c.steps {
 		c.steps++
-		c.end = first
-		c.queued = 0
+		c.end.Store(first.UnixNano())
+		c.queued.Store(0)
 	}
 }
 
@@ -93,8 +95,15 @@ func (c *Counters) Done(uncached, output int, t Ticket, prefilled bool) {
 // own prefills as queued charged a replica mid-step for work it was about to
 // finish, and sent the next several requests to the one whose step had just
 // ended (W6, docs/routing.md#the-load-model).
+//
+// Its two reads are not taken together: a request sent between them can
+// count as in the step, and the caller caps inStep at the pending tokens it
+// read (Candidate.ownWork).
 func (c *Counters) Step() (inStep int64, end time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return max(c.PendingPrefillTokens.Load()-c.queued, 0), c.end
+	q := c.queued.Load()
+	e := c.end.Load()
+	if e == 0 {
+		return max(c.PendingPrefillTokens.Load()-q, 0), time.Time{}
+	}
+	return max(c.PendingPrefillTokens.Load()-q, 0), time.Unix(0, e)
 }
