@@ -260,9 +260,9 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 // free theirs in turn. (It was +Inf beyond n: under overload every replica
 // passed that point, and the ones that did were charged no wait at all.)
 // Until then vLLM V1 admits the request while its next chunk's blocks are
-// free and, when a decode needs a
-// block and none is, preempts the newest running sequence (this request)
-// and computes it again later: its own prefill is charged once more.
+// free and, when a decode needs a block and none is, preempts the newest
+// running sequence (this request) and computes it again later: its own
+// prefill is charged once more.
 //
 // Before this estimate the bound skipped every short replica while one had
 // room, which in a memory-bound regime (W6 at 1x: 1,024-token prompts,
