@@ -395,13 +395,13 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		}
 	}
 	defer ls.release()
-	prefilled := func(first bool) {
+	prefilled := func(firstToken bool) {
 		now := b.now()
-		if first {
-			ls.prefill(now)
-		} else {
-			ls.prefill(time.Time{})
+		var first time.Time // an estimated end is no step end
+		if firstToken {
+			first = now
 		}
+		ls.prefill(first)
 		if s, ok := rq.model.policy.(route.Settler); ok {
 			s.Settle(rq.settleHashes(), rep.ID, now)
 		}

@@ -100,10 +100,10 @@ func (c *Counters) Done(uncached, output int, t Ticket, prefilled bool) {
 // count as in the step, and the caller caps inStep at the pending tokens it
 // read (Candidate.ownWork).
 func (c *Counters) Step() (inStep int64, end time.Time) {
-	q := c.queued.Load()
-	e := c.end.Load()
-	if e == 0 {
-		return max(c.PendingPrefillTokens.Load()-q, 0), time.Time{}
+	q, e := c.queued.Load(), c.end.Load()
+	inStep = max(c.PendingPrefillTokens.Load()-q, 0)
+	if e != 0 {
+		end = time.Unix(0, e)
 	}
-	return max(c.PendingPrefillTokens.Load()-q, 0), time.Unix(0, e)
+	return inStep, end
 }
