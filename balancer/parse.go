@@ -25,6 +25,9 @@ type parsed struct {
 	stream bool
 	// maxTokens is the request's bound on its output tokens (0: none).
 	maxTokens int
+	// opens reports whether a tokenized chat request opens a conversation
+	// (tokenize.Body.OpensConversation; false when not tokenized).
+	opens bool
 }
 
 // parse decodes body once, resolves its model and tokenizes its prompt.
@@ -90,6 +93,7 @@ func (b *Balancer) resolve(k kind, body []byte, snap *fleet.Snapshot, dec *token
 	}
 	if tokenizing && k != kindEmbeddings {
 		p.ids, p.reason = m.tokenizeRequest(k == kindChat, dec)
+		p.opens = p.reason == "" && k == kindChat && dec != nil && dec.OpensConversation()
 	}
 	return p, nil
 }

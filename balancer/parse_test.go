@@ -14,6 +14,7 @@ import (
 type parseResult struct {
 	Model, Body, Salt, Reason string
 	Tokens                    bool // ids were produced
+	Opens                     bool // the request opens a conversation
 	Err                       string
 }
 
@@ -40,7 +41,9 @@ func TestParseDecodesOnce(t *testing.T) {
 		want parseResult
 	}{
 		{name: "chat", k: kindChat, body: `{"model":"m","cache_salt":"s","messages":[{"role":"user","content":"hi"}]}`,
-			want: parseResult{Model: "m", Salt: "s", Tokens: true}},
+			want: parseResult{Model: "m", Salt: "s", Tokens: true, Opens: true}},
+		{name: "chat with an answer in it", k: kindChat, body: `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"},{"role":"assistant","content":"yo"},{"role":"user","content":"and?"}]}`,
+			want: parseResult{Model: "m", Tokens: true}},
 		{name: "alias rewritten", k: kindCompletions, body: `{"model":"alias-m","prompt":"hello"}`,
 			want: parseResult{Model: "m", Body: `{"model":"m","prompt":"hello"}`, Tokens: true}},
 		{name: "sole model", k: kindCompletions, body: `{"prompt":[1,2,3]}`,
@@ -74,7 +77,7 @@ func TestParseDecodesOnce(t *testing.T) {
 					got.Err = tc.want.Err // compare the stable prefix
 				}
 			} else {
-				got = parseResult{Model: p.model.cfg.Name, Salt: p.salt, Reason: p.reason, Tokens: len(p.ids) > 0}
+				got = parseResult{Model: p.model.cfg.Name, Salt: p.salt, Reason: p.reason, Tokens: len(p.ids) > 0, Opens: p.opens}
 				if string(p.body) != tc.body {
 					got.Body = string(p.body)
 				}

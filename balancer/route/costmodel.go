@@ -28,7 +28,10 @@ import (
 // candidate holds part of the prompt but its estimated queue wait is at least
 // HotPrefixQueueWait, the prefix is hot: the request goes to the next best
 // candidate if that is at most HotPrefixQueueWait slower, and the overlay
-// then makes it a second home for the prefix.
+// then makes it a second home for the prefix. A request that opens a
+// conversation (Request.OpensConversation) goes so, too, to a candidate whose
+// KV memory is far emptier than the best's (roomier): its later turns
+// will find their context there.
 type costModel struct {
 	*base
 	est estimator
@@ -57,6 +60,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	s.load = s.load[:0]
 	s.kvWait = s.kvWait[:0]
 	s.flight = s.flight[:0]
+	s.occ = s.occ[:0]
 	fits, unknown, known := 0, 0, math.Inf(1) // known: the least wait for memory known
 	worst := 0.0                              // the longest wait for memory known
 	mean := meanTTFTScale(cands, s.elig)
@@ -82,6 +86,11 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 			unknown++
 		}
 		s.kvWait = append(s.kvWait, kvWait)
+		occ := -1.0
+		if kv.known {
+			occ = kv.occ
+		}
+		s.occ = append(s.occ, occ)
 		t, wait := p.est.ttft(p.est.queueOf(w, now), w.Decodes(), prompt-cached, cached)
 		idle, _ := p.est.ttft(queue{}, 0, prompt-cached, cached)
 		mem := 0.0 // the wait for memory: delay, not a queue of prefill (wait)
@@ -202,13 +211,24 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	if second >= 0 && s.flight[second] < s.flight[first] {
 		best = second
 	}
-	if hot := float64(p.cfg.Cost.HotPrefixQueueWait); hot > 0 && s.cached[s.elig[best]] > 0 && s.queue[best] >= hot {
+	hot := float64(p.cfg.Cost.HotPrefixQueueWait)
+	byQueue := s.queue[best] >= hot
+	// A new conversation's home is where its later turns find their
+	// context, and it holds nothing of its own anywhere: on a replica whose
+	// KV memory is far fuller than another's it and its neighbours' later
+	// turns evict each other (W3's cold start: two replicas at 93% with two
+	// idle, docs/routing.md).
+	byMemory := req.OpensConversation && s.occ[best] >= 0
+	if hot > 0 && s.cached[s.elig[best]] > 0 && (byQueue || byMemory) {
 		// Replication is deliberate: compare estimated TTFTs, without the
 		// miss penalty that keeps prefixes at home.
 		next, nextT, nextR := -1, p.estimate(cands, s, best, prompt, mean)+hot, 0.0
 		for k, i := range s.elig {
 			t := p.estimate(cands, s, k, prompt, mean)
 			if k == best || t > nextT || !under(k) {
+				continue
+			}
+			if !byQueue && !roomier(s.occ[k], s.occ[best]) {
 				continue
 			}
 			if r := rendezvous(key, cands[i].key(), 1, true); next < 0 || t < nextT || r > nextR {
@@ -237,6 +257,15 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	d.TTFTs, d.Waits, d.MemoryWaits = p.estimates(cands, s, prompt, mean)
 	p.place(req, cands[i].key(), now)
 	return i, d, nil
+}
+
+// roomier reports whether a replica whose KV memory would be occ full after
+// a request has far more room for a new conversation than one at than
+// would: at least twice the free share, and a quarter of the capacity more.
+// (Both: twice alone moves between near-full replicas on a few blocks, a
+// quarter alone between half-empty ones.) A negative occ is unknown.
+func roomier(occ, than float64) bool {
+	return occ >= 0 && 1-occ >= 2*(1-than) && than-occ >= 0.25
 }
 
 // kvWait estimates, in ns, what a request needing need uncached prompt

@@ -778,3 +778,42 @@ func TestCostModelChargesTheRestOfTheStepUnderWay(t *testing.T) {
 }
 
 func absDur(d time.Duration) time.Duration { return max(d, -d) }
+
+// A new conversation holds nothing of its own anywhere, and its later turns
+// come back to where it starts: from the replica holding its shared prefix
+// but with its KV memory far fuller than another's, it starts on the other
+// (at most HotPrefixQueueWait slower by the estimate). A later turn, or a
+// replica not far roomier, keeps it with the prefix.
+func TestCostModelStartsAConversationWhereMemoryIsFree(t *testing.T) {
+	hs := prompt(21, 21, 128, 152) // 2,432 tokens, a 2,048-token system prompt held by replica 0
+	setup := func(usage0, others float64) []Candidate {
+		cs := cands(4)
+		withCapacity(cs, 4096)
+		cs[0].Prefix = fakeIndex{}.add(hs[:128])
+		for i := range cs {
+			cs[i].Load.KVUsage = others
+		}
+		cs[0].Load.KVUsage = usage0
+		return cs
+	}
+	for _, tc := range []struct {
+		name           string
+		opens          bool
+		usage0, others float64
+		moves          bool
+	}{
+		{"a new conversation, far roomier replicas", true, 0.6, 0.05, true},
+		{"a later turn stays with its context", false, 0.6, 0.05, false},
+		{"not twice the free share", true, 0.6, 0.3, false},
+		{"twice, but not a quarter more", true, 0.9, 0.75, false},
+		{"all near empty", true, 0.2, 0, false},
+	} {
+		r := req(hs)
+		r.OpensConversation = tc.opens
+		p := newPolicy(t, PolicyCostModel, nil) // a fresh overlay: the placement is this case's
+		got, d := mustPick(t, p, r, setup(tc.usage0, tc.others))
+		if moved := got != 0; moved != tc.moves || moved != (d.Reason == ReasonHotPrefix) {
+			t.Errorf("%s: picked %d (%q), want a move %v", tc.name, got, d.Reason, tc.moves)
+		}
+	}
+}

@@ -70,6 +70,11 @@ type kvRoom struct {
 	// deficit is the tokens the request is short by (kvShort only), and
 	// used the tokens a fresh report shows in use (0 without one).
 	deficit, used float64
+	// occ is the share of the memory in use after the request (used,
+	// queued prefill, need and the output reserve over capacity), with a
+	// fresh report and a known capacity only (else 0, and known false).
+	occ   float64
+	known bool
 }
 
 // kvFit reports whether c's KV memory holds a request needing need more
@@ -106,6 +111,9 @@ func (b *base) kvFit(c *Candidate, w Work, now time.Time, need, out, bs int) kvR
 		r.state, r.deficit = kvShort, total-capacity
 	case fresh:
 		r.state = kvFits
+	}
+	if fresh {
+		r.occ, r.known = total/capacity, true
 	}
 	return r
 }

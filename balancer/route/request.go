@@ -37,6 +37,14 @@ type Request struct {
 	// first blocks), block sizes are not compared, and the overlay keeps
 	// the placement for OverlayConfig.TextTTL.
 	TextPrefix bool
+	// OpensConversation reports whether the request is the first of a
+	// conversation (a chat request without an assistant message): what a
+	// replica holds of its prompt is shared with other requests, never its
+	// own earlier turns, and the replica it goes to is where its later turns
+	// will find their context. cost_model then weighs the replicas' KV
+	// memory in choosing it (CostConfig.HotPrefixQueueWait). False when not
+	// known.
+	OpensConversation bool
 	// Exclude lists candidate indices not to pick (replicas already tried by
 	// a retry). A request whose every eligible candidate is excluded gets
 	// ErrNoCandidate.

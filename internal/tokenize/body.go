@@ -65,6 +65,23 @@ func (b *Body) Int(name string) (v int64, ok bool) {
 	return x.AsInt(), true
 }
 
+// OpensConversation reports whether the body is a chat request whose
+// messages hold no assistant message: the first request of a conversation,
+// so nothing of its prompt but what it shares with others (a system
+// prompt, tools, examples) can be in any engine's cache.
+func (b *Body) OpensConversation() bool {
+	msgs, present := dictGet(b.root, "messages")
+	if !present || !msgs.IsList() || msgs.AsList().Len() == 0 {
+		return false
+	}
+	for _, m := range msgs.AsList().Items {
+		if r, _ := dictGet(m, "role"); !r.IsString() || r.AsString() == "assistant" {
+			return false
+		}
+	}
+	return true
+}
+
 // ChatBody is Chat for a decoded body.
 func (m *Model) ChatBody(b *Body) (Prompt, error) {
 	if m.sim {

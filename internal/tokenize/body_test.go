@@ -145,3 +145,26 @@ func FuzzBodyPaths(f *testing.F) {
 		_, _, _ = b.String("model")
 	})
 }
+
+// A chat request opens a conversation when none of its messages is an
+// assistant's; a completion, an empty or malformed message list does not.
+func TestOpensConversation(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"messages":[{"role":"user","content":"hi"}]}`:                                                                 true,
+		`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`:                                 true,
+		`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"a"},{"role":"tool","content":"r"}]}`:    true,
+		`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`: false,
+		`{"messages":[{"role":"user","content":"a"},{"content":"no role"}]}`:                                            false,
+		`{"messages":[]}`:          false,
+		`{"messages":"no"}`:        false,
+		`{"prompt":"hello there"}`: false,
+	} {
+		b, err := DecodeBody([]byte(body))
+		if err != nil {
+			t.Fatalf("DecodeBody(%s): %v", body, err)
+		}
+		if got := b.OpensConversation(); got != want {
+			t.Errorf("OpensConversation(%s) = %v, want %v", body, got, want)
+		}
+	}
+}
