@@ -259,11 +259,12 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	return i, d, nil
 }
 
-// roomier reports whether a replica whose KV memory would be occ full after
-// a request has far more room for a new conversation than one at than
-// would: at least twice the free share, and a quarter of the capacity more.
-// (Both: twice alone moves between near-full replicas on a few blocks, a
-// quarter alone between half-empty ones.) A negative occ is unknown.
+// roomier reports whether a replica whose KV memory would be the share occ
+// full after a request has far more room for a new conversation than a
+// replica at the share than: at least twice the free share, and a quarter
+// of the capacity more. (Both: twice alone moves between near-full replicas
+// on a few blocks, a quarter alone between half-empty ones.) A negative occ
+// is unknown.
 func roomier(occ, than float64) bool {
 	return occ >= 0 && 1-occ >= 2*(1-than) && than-occ >= 0.25
 }
