@@ -410,7 +410,7 @@ func TestEstimatorMonotone(t *testing.T) {
 
 // A prefix whose warm replica queues for longer than HotPrefixQueueWait is
 // replicated to the next best replica (at a bounded cost), which the overlay
-// then shows as warm.
+// then shows as warm; not where every replica queues as long.
 func TestCostModelReplicatesHotPrefix(t *testing.T) {
 	hs := prompt(9, 9, 2000, 2048) // 32k tokens, 32k shared
 	setup := func() []Candidate {
@@ -429,6 +429,23 @@ func TestCostModelReplicatesHotPrefix(t *testing.T) {
 	got, d = mustPick(t, p, req(hs), cs)
 	if got == 2 || d.Reason != ReasonHotPrefix {
 		t.Fatalf("with replication: pick %d %q, want another replica, %q", got, d.Reason, ReasonHotPrefix)
+	}
+	// Every replica queueing as long as the warm one: a copy would add its
+	// prefill to a queue as long, so the prefix stays home. (The ladder's
+	// shape: 6,000 tokens shared of 7,200, cheap enough to copy within
+	// HotPrefixQueueWait.)
+	short := prompt(9, 9, 375, 450)
+	busy := cands(4)
+	busy[2].Prefix = fakeIndex{}.add(short[:375])
+	for i := range busy {
+		busy[i].Load.Exact, busy[i].Load.InFlight, busy[i].Load.Pending, busy[i].Load.PrefillTokens = true, 6, 6, 45000
+	}
+	if got, d := mustPick(t, newPolicy(t, PolicyCostModel, nil), req(short), busy); got != 2 || d.Reason != ReasonLowestTTFT {
+		t.Errorf("every replica queueing alike: pick %d %q, want the warm replica 2 (%q)", got, d.Reason, ReasonLowestTTFT)
+	}
+	busy[0].Load.PrefillTokens = 20000 // one queueing far less: there a copy pays
+	if got, d := mustPick(t, newPolicy(t, PolicyCostModel, nil), req(short), busy); got != 0 {
+		t.Errorf("one replica queueing far less: pick %d %q, want 0", got, d.Reason)
 	}
 	other, _ := mustPick(t, newPolicy(t, PolicyCostModel, func(c *Config) { c.Seed = 77 }), req(hs), setup())
 	if other != got {
