@@ -43,6 +43,14 @@ type Record struct {
 	Status int `json:"status"`
 	// Err describes a failure ("" for success).
 	Err string `json:"err,omitempty"`
+	// Cut marks a stream the harness cancelled at the run's drain deadline
+	// after its first token: its TTFT, and its TPOT over the tokens that
+	// came, are measured, so it counts as answered and is judged by the SLO
+	// on them (CompletionTokens counts those tokens). The deadline is the
+	// harness's budget, not the target's failure: with 1,000-token answers
+	// a policy that admits more requests at once makes every decode step
+	// longer and its answers outlast the drain (the ladder at 1.5×).
+	Cut bool `json:"cut,omitempty"`
 	// PromptTokens, CompletionTokens and CachedTokens come from usage.
 	PromptTokens     int  `json:"prompt_tokens"`
 	CompletionTokens int  `json:"completion_tokens"`
@@ -130,7 +138,11 @@ func (c *client) do(ctx context.Context, body []byte, scheduled time.Duration, r
 	}
 	answer, err := c.readStream(resp.Body, scheduled, rec)
 	rec.E2E = c.now() - scheduled
-	if err != nil {
+	switch {
+	case err == nil:
+	case ctx.Err() != nil && rec.CompletionTokens > 0:
+		rec.Cut = true
+	default:
 		rec.Err = err.Error()
 	}
 	return answer
@@ -191,6 +203,12 @@ func (c *client) readStream(body io.Reader, scheduled time.Duration, rec *Record
 					return answer.String(), errors.New("stream ended without [DONE]")
 				}
 				break
+			}
+			// What came is measured (Record.Cut): its tokens and their
+			// pace, as a finished stream's.
+			rec.CompletionTokens = tokens
+			if tokens > 1 {
+				rec.TPOT = (last - first) / time.Duration(tokens-1)
 			}
 			return answer.String(), fmt.Errorf("read stream: %w", rerr)
 		}

@@ -110,7 +110,11 @@ func (h *streamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	for i := range h.tokens {
 		if i > 0 {
-			time.Sleep(h.itl)
+			select { // a client that stops reading ends the stream
+			case <-time.After(h.itl):
+			case <-r.Context().Done():
+				return
+			}
 		}
 		fmt.Fprintf(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ab \"},\"logprobs\":null,\"finish_reason\":null}]}\n\n")
 		f.Flush()

@@ -119,7 +119,8 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 		// A request in flight is the target's to answer, not the harness's
 		// to cut: halfway through the drain sessions start no more turns,
 		// and what was sent has the other half to finish before it is
-		// cancelled and counted as failed. (With turns until the end, W2's
+		// cancelled: counted as failed without a first token, as cut with
+		// one (Record.Cut). (With turns until the end, W2's
 		// sessions lost 1 to 4 requests a run whatever the policy: turns
 		// sent just before the deadline, cut while they streamed.)
 		stopTurns()

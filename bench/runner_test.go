@@ -147,19 +147,26 @@ func TestRunSessionTurns(t *testing.T) {
 
 // Halfway through the drain no session starts another turn, so a turn is
 // not sent only to be cut while it streams; at the drain's end a request
-// still unanswered is cancelled and counted as failed.
+// still without its first token is cancelled and counted as failed, and one
+// streaming is cut: answered, with the TTFT and TPOT of what came.
 func TestRunDrainFinishesWhatWasSent(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		ttft   time.Duration
-		wantOK bool
+		name     string
+		ttft     time.Duration
+		itl      time.Duration
+		tokens   int
+		wantOK   bool
+		wantCut  bool
+		wantTPOT time.Duration
 	}{
-		{"answered before the drain's end", 1500 * time.Millisecond, true},
-		{"cut at the drain's end", 5 * time.Second, false},
+		{"answered before the drain's end", 1500 * time.Millisecond, 10 * time.Millisecond, 2, true, false, 10 * time.Millisecond},
+		{"no first token by the drain's end", 5 * time.Second, 10 * time.Millisecond, 2, false, false, 0},
+		// Tokens at 2, 2.9, 3.8 and 4.7 s; cut at 5 s.
+		{"streaming at the drain's end", time.Second, 900 * time.Millisecond, 10, true, true, 900 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := &streamHandler{ttft: tc.ttft, itl: 10 * time.Millisecond, tokens: 2}
+				h := &streamHandler{ttft: tc.ttft, itl: tc.itl, tokens: tc.tokens}
 				hc := startPipeServer(t, h)
 				cfg := testConfig()
 				cfg.Drain = 4 * time.Second
@@ -180,8 +187,18 @@ func TestRunDrainFinishesWhatWasSent(t *testing.T) {
 				if len(res.Records) != 1 {
 					t.Fatalf("got %d records, want the first turn only: %+v", len(res.Records), res.Records)
 				}
-				if got := res.Records[0].OK(); got != tc.wantOK {
-					t.Errorf("first turn OK = %v (%+v), want %v", got, res.Records[0], tc.wantOK)
+				rec := res.Records[0]
+				if rec.OK() != tc.wantOK || rec.Cut != tc.wantCut {
+					t.Errorf("first turn OK %v cut %v (%+v), want %v and %v", rec.OK(), rec.Cut, rec, tc.wantOK, tc.wantCut)
+				}
+				if tc.wantOK && rec.TPOT != tc.wantTPOT {
+					t.Errorf("TPOT %v, want %v", rec.TPOT, tc.wantTPOT)
+				}
+				if tc.wantCut && (rec.CompletionTokens != 4 || rec.TTFT != time.Second) {
+					t.Errorf("cut: %d tokens, TTFT %v; want the 4 that came and 1s", rec.CompletionTokens, rec.TTFT)
+				}
+				if s := Summarize(res.Records, SLO{TTFT: 2 * time.Second, TPOT: 2 * time.Second}); s.Failed != btoi(!tc.wantOK) || s.Cut != btoi(tc.wantCut) {
+					t.Errorf("summary failed %d cut %d", s.Failed, s.Cut)
 				}
 			})
 		})
@@ -239,4 +256,11 @@ func targetIndex(targets []string, host string) int {
 		}
 	}
 	return -1
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

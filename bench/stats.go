@@ -43,9 +43,12 @@ func Quantile(sorted []time.Duration, q float64) time.Duration {
 
 // Summary aggregates the measured (non-warm-up) requests of a run.
 type Summary struct {
-	// Requests counts measured requests; Failed those that did not complete.
+	// Requests counts measured requests; Failed those that did not complete;
+	// Cut those answered until the harness's drain deadline cut them
+	// (Record.Cut, not failed).
 	Requests int `json:"requests"`
 	Failed   int `json:"failed"`
+	Cut      int `json:"cut,omitempty"`
 	// Window is the measured span: first measured scheduled time to the last
 	// measured request's end.
 	Window time.Duration `json:"window_ns"`
@@ -109,6 +112,9 @@ func Summarize(records []Record, slo SLO) Summary {
 		if !r.OK() {
 			s.Failed++
 			continue
+		}
+		if r.Cut {
+			s.Cut++
 		}
 		ttft = append(ttft, r.TTFT)
 		e2e = append(e2e, r.E2E)
