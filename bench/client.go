@@ -66,7 +66,8 @@ type Record struct {
 	Warmup bool `json:"warmup,omitempty"`
 }
 
-// OK reports whether the request completed.
+// OK reports whether the request was answered: it completed, or the
+// harness cut it at its drain deadline after its first token (Cut).
 func (r *Record) OK() bool { return r.Err == "" && r.Status == http.StatusOK }
 
 // chatMessage is one message of a request body.

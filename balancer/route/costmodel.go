@@ -28,8 +28,8 @@ import (
 // candidate holds part of the prompt but its estimated queue wait is at least
 // HotPrefixQueueWait, the prefix is hot: the request goes to the next best
 // candidate whose queue wait is shorter by HotPrefixQueueWait if that is at
-// most HotPrefixQueueWait slower, and the overlay
-// then makes it a second home for the prefix. A request that opens a
+// most HotPrefixQueueWait slower, and the overlay then makes it a second
+// home for the prefix. A request that opens a
 // conversation (Request.OpensConversation) goes so, too, to a candidate whose
 // KV memory is far emptier than the best's (roomier): its later turns
 // will find their context there.
