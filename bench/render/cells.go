@@ -143,11 +143,6 @@ func (c *cell) policies() []string {
 	return out
 }
 
-// p50 is the mean over repetitions of a group's TTFT p50, in ms.
-func (g *Group) p50() float64 {
-	return g.mean(func(r *bench.Result) float64 { return r.Summary.TTFT.P50 })
-}
-
 // goodput is the mean over repetitions of a group's goodput per second.
 func (g *Group) goodput() float64 {
 	return g.mean(func(r *bench.Result) float64 { return r.Summary.Goodput })

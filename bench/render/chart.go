@@ -263,6 +263,10 @@ func (c *canvas) refs(refs []Ref, ymap func(float64) int, slot int) {
 	}
 }
 
+// finite reports whether a point can be drawn: a run with no answered
+// request has an infinite latency, which a chart leaves out (a gap).
+func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
+
 // WritePNG renders the chart.
 func (lc LineChart) WritePNG(w io.Writer) error {
 	c := newCanvas()
@@ -273,6 +277,9 @@ func (lc LineChart) WritePNG(w io.Writer) error {
 	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), 0.0, math.Inf(-1)
 	for _, s := range lc.Series {
 		for i := range s.X {
+			if !finite(s.Y[i]) {
+				continue
+			}
 			xlo, xhi = math.Min(xlo, xf(s.X[i])), math.Max(xhi, xf(s.X[i]))
 			ylo, yhi = math.Min(ylo, s.Y[i]), math.Max(yhi, s.Y[i])
 		}
@@ -314,10 +321,16 @@ func (lc LineChart) WritePNG(w io.Writer) error {
 	for i, s := range lc.Series {
 		col := palette[i%len(palette)]
 		for j := 1; j < len(s.X); j++ {
+			if !finite(s.Y[j-1]) || !finite(s.Y[j]) {
+				continue
+			}
 			c.line(xmap(s.X[j-1]), ymap(s.Y[j-1]), xmap(s.X[j]), ymap(s.Y[j]), lineWidth, 0, col)
 		}
 		if lc.Markers || len(s.X) == 1 {
 			for j := range s.X {
+				if !finite(s.Y[j]) {
+					continue
+				}
 				c.dot(xmap(s.X[j]), ymap(s.Y[j]), markerRadius, col)
 			}
 		}

@@ -67,7 +67,7 @@ func p99VsLoad(groups []*Group) (LineChart, bool) {
 		if _, ok := byPolicy[g.Run.Policy]; !ok {
 			order = append(order, g.Run.Policy)
 		}
-		byPolicy[g.Run.Policy] = append(byPolicy[g.Run.Policy], [2]float64{g.Run.Load, g.mean(func(r *bench.Result) float64 { return r.Summary.TTFT.P99 })})
+		byPolicy[g.Run.Policy] = append(byPolicy[g.Run.Policy], [2]float64{g.Run.Load, g.p99()})
 	}
 	for _, p := range order {
 		pts := byPolicy[p]

@@ -96,7 +96,7 @@ func goalW1Ratio(set *Set) Goal {
 	g.Status = statusOf(r <= goalP99Ratio)
 	if g.Status == Missed {
 		g.Why = fmt.Sprintf("hit rate %.3f vs %.3f; TTFT p50 %.0f vs %.0f ms", cm.hit(), rr.hit(),
-			cm.mean(func(r *bench.Result) float64 { return r.Summary.TTFT.P50 }), rr.mean(func(r *bench.Result) float64 { return r.Summary.TTFT.P50 }))
+			cm.p50(), rr.p50())
 		if c, ok := capacityOf(set.Groups, "round_robin"); ok {
 			g.Why += "; " + c.describe("round_robin", baseRate(set.Groups))
 		} else {
@@ -185,7 +185,7 @@ func goalW6(set *Set) Goal {
 	g.Status = statusOf(r <= goalW6Slack)
 	if g.Status == Missed {
 		g.Why = fmt.Sprintf("TTFT p50 %.0f vs %.0f ms; replica share %s vs %s",
-			cm.mean(func(r *bench.Result) float64 { return r.Summary.TTFT.P50 }), lr.mean(func(r *bench.Result) float64 { return r.Summary.TTFT.P50 }),
+			cm.p50(), lr.p50(),
 			shareSpread(cm), shareSpread(lr))
 	}
 	return g

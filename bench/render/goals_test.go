@@ -41,7 +41,7 @@ func (r run) result() *bench.Result {
 	res.Workload.Rate = 24
 	res.Config.Label, res.Config.Replicas = r.label(), r.replicas
 	res.Summary.Requests = 100
-	res.Summary.TTFT.P50, res.Summary.TTFT.P99 = r.p99/2, r.p99
+	res.Summary.TTFT.N, res.Summary.TTFT.P50, res.Summary.TTFT.P99 = 100, r.p99/2, r.p99
 	res.Summary.HitRateUsage, res.Summary.GoodFraction = r.hit, 1
 	res.Bounds = &bench.Bounds{Replicas: r.replicas, CacheBlocks: 100, BlockSize: 16, HInf: 0.95, HPoolLRU: 0.9, HPoolBelady: 0.92, HOracle: 0.8}
 	return res

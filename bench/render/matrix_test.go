@@ -20,6 +20,7 @@ type mrun struct {
 	balancers                    int
 	p50, p99, hit, goodput, pred float64
 	shares                       []float64 // per replica
+	unanswered                   bool      // every request failed
 }
 
 func (r mrun) label() string {
@@ -41,7 +42,11 @@ func (r mrun) result() *bench.Result {
 	res.Config.Label, res.Config.Replicas = r.label(), 4
 	s := &res.Summary
 	s.Requests = 100
-	s.TTFT.P50, s.TTFT.P99 = r.p50, r.p99
+	if r.unanswered { // a summary of failures: no TTFT, 0 ms quantiles
+		s.Failed = s.Requests
+		return res
+	}
+	s.TTFT.N, s.TTFT.P50, s.TTFT.P99 = s.Requests, r.p50, r.p99
 	s.HitRateUsage, s.Goodput, s.GoodFraction = r.hit, r.goodput, 1
 	if r.pred > 0 {
 		s.Predicted, s.PredictionExact = 100, r.pred
@@ -53,6 +58,13 @@ func (r mrun) result() *bench.Result {
 		}
 	}
 	return res
+}
+
+// failed builds a run of part w at 1× none of whose requests was answered.
+func failed(w, policy string) mrun {
+	r := at(w, 1, policy, 0, 0, 0, 0)
+	r.unanswered = true
+	return r
 }
 
 // at builds a run of part "p" (workload w) at load f with one balancer.
@@ -149,6 +161,13 @@ func TestMatrixGoals(t *testing.T) {
 			at(bench.W6, 1, "round_robin", 50, 100, 0, 10), at(bench.W6, 1, "cost_model", 100, 102, 0, 10),
 		}, []Status{Missed, Missed, NotMeasured, NotMeasured}, []string{"0 of 1 sharing cells pass", "misses in mooncake-h100 1×"},
 			[]string{"| mooncake-h100 1× | p50 vs the lowest | cost_model | 300 ms (3.00×) | round_robin | 100 ms | busiest replica 40% of requests (fair 25%, round_robin 25%); every request slower: p50 3.00×, p99 1.12×"}},
+		{"a rival that answered nothing is not the best", []mrun{
+			failed(bench.W2, "round_robin"), at(bench.W2, 1, "llm_d", 20, 102, 0.5, 10), at(bench.W2, 1, "cost_model", 20, 100, 0.5, 10),
+		}, []Status{Met, Met, NotMeasured, NotMeasured}, []string{"1 of 1 cells pass", "1 of 1 sharing cells pass"}, []string{"No losing cell"}},
+		{"cost_model that answered nothing loses", []mrun{
+			at(bench.W2, 1, "round_robin", 20, 100, 0.5, 10), failed(bench.W2, "cost_model"),
+		}, []Status{Missed, Missed, NotMeasured, NotMeasured}, []string{"0 of 1 cells pass", "0 of 1 sharing cells pass"},
+			[]string{"| W2 1× | p99 vs the best rival | cost_model | +Inf ms"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,11 +218,13 @@ func TestDiagnose(t *testing.T) {
 		rec("b", 0, 10*time.Millisecond), {Replica: "a", Scheduled: 250 * time.Millisecond, E2E: time.Second, Err: "reset"},
 		{Replica: "a", Scheduled: 0, TTFT: time.Hour, Warmup: true, Status: 200},
 	}}}}
-	own.Reps[0].Summary.TTFT.P50, own.Reps[0].Summary.TTFT.P99, own.Reps[0].Summary.HitRateUsage = 100, 900, 0.5
+	own.Reps[0].Summary.TTFT = bench.Dist{N: 4, P50: 100, P99: 900}
+	own.Reps[0].Summary.HitRateUsage = 0.5
 	own.Reps[0].Summary.Failed, own.Reps[0].Summary.Predicted, own.Reps[0].Summary.PredictionExact = 1, 10, 0.9
 	own.Reps[0].EngineCounters = &bench.CacheCounters{Preemptions: 90}
 	rival := &Group{Label: "llm_d", Run: bench.RunInfo{Policy: "llm_d"}, Reps: []*bench.Result{{EngineCounters: &bench.CacheCounters{Preemptions: 18}}}}
-	rival.Reps[0].Summary.TTFT.P50, rival.Reps[0].Summary.TTFT.P99, rival.Reps[0].Summary.HitRateUsage = 100, 300, 0.8
+	rival.Reps[0].Summary.TTFT = bench.Dist{N: 4, P50: 100, P99: 300}
+	rival.Reps[0].Summary.HitRateUsage = 0.8
 	got := diagnose(own, rival, 2)
 	for _, want := range []string{"hit rate 0.500 vs 0.800: more uncached prefill", "up to 4 requests awaiting their first token on one replica",
 		"a tail only: p50 100 vs 100 ms, p99 900 vs 300 ms", "predictions 90.0% exact", "1 failed requests",

@@ -346,7 +346,7 @@ func writeRow(sb *strings.Builder, g, oracle *Group) {
 		return m(func(r *bench.Result) float64 { return f(r.Summary) })
 	}
 	lo, hi := g.spread(func(r *bench.Result) float64 { return r.Summary.TTFT.P99 })
-	p99 := fmt.Sprintf("%.0f", s(func(x bench.Summary) float64 { return x.TTFT.P99 }))
+	p99 := fmt.Sprintf("%.0f", g.p99())
 	if len(g.Reps) > 1 {
 		p99 += fmt.Sprintf(" (%.0f–%.0f)", lo, hi)
 	}
@@ -376,7 +376,7 @@ func writeRow(sb *strings.Builder, g, oracle *Group) {
 	}
 	fmt.Fprintf(sb, "| %s | %.0f | %.0f | %.0f | %s | %.1f | %.1f | %.0f | %.0f | %.2f | %.1f | %.3f | %.3f | %s | %s | %s | %s | %.1f | %s |\n",
 		label, s(func(x bench.Summary) float64 { return float64(x.Requests) }), s(func(x bench.Summary) float64 { return float64(x.Failed) }),
-		s(func(x bench.Summary) float64 { return x.TTFT.P50 }), p99, s(func(x bench.Summary) float64 { return x.TPOT.P50 }),
+		g.p50(), p99, s(func(x bench.Summary) float64 { return x.TPOT.P50 }),
 		s(func(x bench.Summary) float64 { return x.ITL.P99 }), s(func(x bench.Summary) float64 { return x.E2E.P99 }),
 		s(func(x bench.Summary) float64 { return x.OutputTokensPerSec }), s(func(x bench.Summary) float64 { return x.Goodput }),
 		100*s(func(x bench.Summary) float64 { return x.GoodFraction }), hit, s(func(x bench.Summary) float64 { return x.HitRateEngine }),

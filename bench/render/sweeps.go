@@ -3,6 +3,7 @@ package render
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -14,9 +15,31 @@ import (
 // policy, the load sweep (capacity bracket, ratio per load factor) and the
 // replicas sweep (replicas needed to stay within the SLO).
 
-// p99 is the mean over repetitions of a group's TTFT p99, in ms.
-func (g *Group) p99() float64 {
-	return g.mean(func(r *bench.Result) float64 { return r.Summary.TTFT.P99 })
+// p99 is the mean over answered repetitions of a group's TTFT p99, in ms
+// (see latency).
+func (g *Group) p99() float64 { return g.latency(func(d bench.Dist) float64 { return d.P99 }) }
+
+// p50 is the mean over answered repetitions of a group's TTFT p50, in ms.
+func (g *Group) p50() float64 { return g.latency(func(d bench.Dist) float64 { return d.P50 }) }
+
+// latency is the mean of a TTFT quantile over the repetitions that answered
+// a request. A repetition that answered none has no TTFT to average (its
+// summary's 0 ms is not a latency), and a group none of whose repetitions
+// answered is infinitely slow: it can never be the best rival nor meet a
+// latency goal.
+func (g *Group) latency(q func(bench.Dist) float64) float64 {
+	var s float64
+	n := 0
+	for _, r := range g.Reps {
+		if r.Summary.TTFT.N > 0 {
+			s += q(r.Summary.TTFT)
+			n++
+		}
+	}
+	if n == 0 {
+		return math.Inf(1)
+	}
+	return s / float64(n)
 }
 
 // hit is the mean over repetitions of a group's hit rate from usage.

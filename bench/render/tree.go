@@ -155,7 +155,7 @@ func headline(sb *strings.Builder, groups []*Group) {
 			oh = oracle.hit()
 		}
 		fmt.Fprintf(sb, "| %s | %.0f | %.0f | %.3f | %s | %s | %.2f | %.1f |\n", g.Label,
-			g.mean(func(r *bench.Result) float64 { return r.Summary.TTFT.P50 }), g.p99(), g.hit(),
+			g.p50(), g.p99(), g.hit(),
 			pct(g.hit(), g.bound(func(b *bench.Bounds) float64 { return b.HPoolLRU })), pct(g.hit(), oh),
 			g.mean(func(r *bench.Result) float64 { return r.Summary.Goodput }), 100*g.good())
 	}

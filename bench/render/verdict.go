@@ -42,7 +42,7 @@ func verdict(sb *strings.Builder, groups []*Group) {
 		higher bool
 	}
 	metrics := []metric{
-		{"TTFT p50", "%.0f ms", func(g *Group) float64 { return g.mean(func(r *bench.Result) float64 { return r.Summary.TTFT.P50 }) }, false},
+		{"TTFT p50", "%.0f ms", (*Group).p50, false},
 		{"TTFT p99", "%.0f ms", (*Group).p99, false},
 		{"hit rate", "%.3f", (*Group).hit, true},
 	}
