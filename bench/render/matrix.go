@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -279,24 +280,25 @@ func goalManyBalancers(cells []*cell) (Goal, []Loss) {
 				}
 				many := c.multi[p][b]
 				name := fmt.Sprintf("%s %s ×%d balancers", c.name(), p, b)
-				if one == nil || one.p99() <= 0 {
+				if one == nil || one.p99() <= 0 || math.IsInf(one.p99(), 1) {
 					t.notMeasured = append(t.notMeasured, name+" (no one-balancer run)")
 					continue
 				}
 				ok := true
 				r := many.p99() / one.p99()
+				why := func() string { return diagnose(many, one, c.replicas) + c.blindMulti(p, b) }
 				t.worstIs(r, fmt.Sprintf("%s: p99 %.2f× (%.0f / %.0f ms)", name, r, many.p99(), one.p99()))
 				if r > goalMultiP99Slack {
 					ok = false
 					t.losses = append(t.losses, Loss{Cell: name, Goal: "p99 with many balancers", Run: many.Label, Figure: fmt.Sprintf("%.0f ms (%.2f×)", many.p99(), r),
-						Rival: one.Label, RivalFigure: fmt.Sprintf("%.0f ms", one.p99()), Reason: diagnose(many, one, c.replicas)})
+						Rival: one.Label, RivalFigure: fmt.Sprintf("%.0f ms", one.p99()), Reason: why()})
 				}
 				if one.hit() > 0 {
 					share := many.hit() / one.hit()
 					if share < goalMultiHitShare {
 						ok = false
 						t.losses = append(t.losses, Loss{Cell: name, Goal: "hit rate with many balancers", Run: many.Label, Figure: fmt.Sprintf("%.3f (%.0f%%)", many.hit(), 100*share),
-							Rival: one.Label, RivalFigure: fmt.Sprintf("%.3f", one.hit()), Reason: diagnose(many, one, c.replicas)})
+							Rival: one.Label, RivalFigure: fmt.Sprintf("%.3f", one.hit()), Reason: why()})
 					}
 				}
 				t.measured(ok, name)
@@ -304,6 +306,20 @@ func goalManyBalancers(cells []*cell) (Goal, []Loss) {
 		}
 	}
 	return t.goal(g, "cells"), t.losses
+}
+
+// blindMulti is what b balancers cost round robin in the cell, which reads
+// no shared view: its p99 with b balancers over its p99 with one. It is
+// the part of another policy's loss that does not come from acting on a
+// gossiped view (b balancer processes on the machine's cores, b rotations
+// instead of one), and empty for round robin itself or without its runs.
+func (c *cell) blindMulti(policy string, b int) string {
+	one, many := c.run("round_robin"), c.multi["round_robin"][b]
+	if policy == "round_robin" || one == nil || many == nil || one.p99() <= 0 || math.IsInf(one.p99(), 1) {
+		return ""
+	}
+	return fmt.Sprintf("; round_robin, which reads no view, ×%d in this cell: p99 %.2f× its one-balancer run's (%.0f / %.0f ms)",
+		b, many.p99()/one.p99(), many.p99(), one.p99())
 }
 
 func sortedKeys(m map[int]*Group) []int {
