@@ -414,7 +414,8 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		}
 	}
 	if rq.stream && resp.StatusCode/100 == 2 && openai.IsEventStream(resp.Header) {
-		resp.Body = &openai.FirstTokenReader{R: resp.Body, OnFirstToken: func() { prefilled(true) }}
+		resp.Body = &openai.FirstTokenReader{R: resp.Body, OnFirstToken: func() { prefilled(true) },
+			OnLater: func() { rep.Counters.StepEnded(b.now()) }}
 	} else {
 		prefilled(false)
 	}

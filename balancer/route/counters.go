@@ -85,6 +85,21 @@ func (c *Counters) Done(uncached, output int, t Ticket, prefilled bool) {
 	c.InFlight.Add(-1)
 }
 
+// StepEnded records an engine step end seen at at on a stream already past
+// its first token (its next token, its end): like a first token, it puts
+// every request still pending in the step that began then. Without it a
+// prefill sent while only decodes ran there was counted as queued until a
+// first token ended some step, so a replica 180 ms into an 8,000-token
+// prefill looked as busy as one that had just been sent it (the Mooncake
+// trace at 0.5×, docs/routing.md#the-load-model).
+func (c *Counters) StepEnded(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.steps++
+	c.end.Store(at.UnixNano())
+	c.queued.Store(0)
+}
+
 // Step splits PendingPrefillTokens at the last engine step end this
 // balancer saw on the replica: inStep is the tokens sent before it, which
 // the engine took into the step that began then (and, beyond its token

@@ -52,3 +52,40 @@ func TestCountersStepClock(t *testing.T) {
 		t.Errorf("after every request: %d pending prefill tokens, %d pending", n, p)
 	}
 }
+
+// A stream's later tokens end engine steps too: a prefill sent while only
+// decodes ran is in the step that began at the next of them, not queued
+// until some first token (the Mooncake trace at 0.5×: an 8,000-token prefill
+// 180 ms under way was charged in full).
+func TestCountersStepEndedByLaterTokens(t *testing.T) {
+	var c Counters
+	t0 := time.Unix(1000, 0)
+	sent := func(uncached int) Ticket {
+		c.InFlight.Add(1)
+		c.Pending.Add(1)
+		return c.Sent(uncached)
+	}
+	check := func(step string, wantIn int64, wantEnd time.Time) {
+		t.Helper()
+		if in, end := c.Step(); in != wantIn || !end.Equal(wantEnd) {
+			t.Errorf("%s: Step() = %d tokens since %v, want %d since %v", step, in, end, wantIn, wantEnd)
+		}
+	}
+	a := sent(7690)
+	check("sent while decodes run, no step end seen", 0, time.Time{})
+	c.StepEnded(t0.Add(10 * time.Millisecond))
+	check("a decode token: the prefill is in the step that began then", 7690, t0.Add(10*time.Millisecond))
+	b := sent(6000)
+	check("sent during that step", 7690, t0.Add(10*time.Millisecond))
+	c.Prefilled(7690, a, t0.Add(220*time.Millisecond))
+	check("its first token ends the step", 6000, t0.Add(220*time.Millisecond))
+	c.StepEnded(t0.Add(221 * time.Millisecond))
+	check("a decode token of the same step", 6000, t0.Add(221*time.Millisecond))
+	// b was sent two step ends ago: its first token is of a step whose
+	// start is counted (the decode tokens of that step count its end).
+	c.Prefilled(6000, b, t0.Add(400*time.Millisecond))
+	check("everything prefilled", 0, t0.Add(221*time.Millisecond))
+	if n, p := c.PendingPrefillTokens.Load(), c.Pending.Load(); n != 0 || p != 0 {
+		t.Errorf("after every request: %d pending prefill tokens, %d pending", n, p)
+	}
+}

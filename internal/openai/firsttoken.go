@@ -103,14 +103,31 @@ type FirstTokenReader struct {
 	R io.ReadCloser
 	// OnFirstToken is called at most once; it must not block.
 	OnFirstToken func()
-	f            FirstToken
+	// OnLater, if set, is called from every Read that passes bytes after
+	// the one that passed the first token: the stream's later events (its
+	// next tokens, its end), each the end of an engine step. It must not
+	// block.
+	OnLater func()
+	f       FirstToken
+	seen    bool
 }
 
 // Read implements io.Reader.
 func (r *FirstTokenReader) Read(p []byte) (int, error) {
 	n, err := r.R.Read(p)
-	if n > 0 && r.f.Feed(p[:n]) && r.OnFirstToken != nil {
-		r.OnFirstToken()
+	if n <= 0 {
+		return n, err
+	}
+	switch {
+	case r.seen:
+		if r.OnLater != nil {
+			r.OnLater()
+		}
+	case r.f.Feed(p[:n]):
+		r.seen = true
+		if r.OnFirstToken != nil {
+			r.OnFirstToken()
+		}
 	}
 	return n, err
 }

@@ -55,13 +55,22 @@ func TestFirstTokenReaderSplits(t *testing.T) {
 	end := bytes.Index([]byte(body), []byte("Hello")) + len(`Hello"}}]}`) + 2
 	for size := 1; size <= len(body); size++ {
 		calls, at := 0, -1
-		read := 0
-		r := &FirstTokenReader{R: io.NopCloser(&chunked{b: []byte(body), n: size}), OnFirstToken: func() { calls++ }}
+		read, later, after := 0, 0, 0 // OnLater calls; reads with bytes after the first token's
+		r := &FirstTokenReader{R: io.NopCloser(&chunked{b: []byte(body), n: size}), OnFirstToken: func() { calls++ },
+			OnLater: func() {
+				if calls == 0 {
+					t.Fatalf("size %d: OnLater before the first token", size)
+				}
+				later++
+			}}
 		var out bytes.Buffer
 		buf := make([]byte, 64)
 		for {
 			n, err := r.Read(buf)
 			read += n
+			if at >= 0 && n > 0 {
+				after++
+			}
 			if calls == 1 && at < 0 {
 				at = read
 			}
@@ -75,6 +84,9 @@ func TestFirstTokenReaderSplits(t *testing.T) {
 		}
 		if at < end {
 			t.Fatalf("size %d: first token reported after %d bytes, before the event ended at %d", size, at, end)
+		}
+		if later != after || (size == 1 && later == 0) {
+			t.Fatalf("size %d: OnLater called %d times for %d reads after the first token's", size, later, after)
 		}
 		if out.String() != body {
 			t.Fatalf("size %d: bytes changed", size)
