@@ -11,18 +11,7 @@ import (
 func TestCountersStepClock(t *testing.T) {
 	var c Counters
 	t0 := time.Unix(1000, 0)
-	sent := func(uncached int) Ticket {
-		c.InFlight.Add(1)
-		c.Pending.Add(1)
-		return c.Sent(uncached)
-	}
-	check := func(step string, wantIn int64, wantEnd time.Time) {
-		t.Helper()
-		in, end := c.Step()
-		if in != wantIn || !end.Equal(wantEnd) {
-			t.Errorf("%s: Step() = %d tokens since %v, want %d since %v", step, in, end, wantIn, wantEnd)
-		}
-	}
+	sent, check := stepClock(t, &c)
 	a, b := sent(100), sent(200)
 	check("two sent to an idle replica, no step end seen", 0, time.Time{})
 	c.Prefilled(100, a, t0.Add(10*time.Millisecond))
@@ -60,17 +49,7 @@ func TestCountersStepClock(t *testing.T) {
 func TestCountersStepEndedByLaterTokens(t *testing.T) {
 	var c Counters
 	t0 := time.Unix(1000, 0)
-	sent := func(uncached int) Ticket {
-		c.InFlight.Add(1)
-		c.Pending.Add(1)
-		return c.Sent(uncached)
-	}
-	check := func(step string, wantIn int64, wantEnd time.Time) {
-		t.Helper()
-		if in, end := c.Step(); in != wantIn || !end.Equal(wantEnd) {
-			t.Errorf("%s: Step() = %d tokens since %v, want %d since %v", step, in, end, wantIn, wantEnd)
-		}
-	}
+	sent, check := stepClock(t, &c)
 	a := sent(7690)
 	check("sent while decodes run, no step end seen", 0, time.Time{})
 	c.StepEnded(t0.Add(10 * time.Millisecond))
@@ -88,4 +67,21 @@ func TestCountersStepEndedByLaterTokens(t *testing.T) {
 	if n, p := c.PendingPrefillTokens.Load(), c.Pending.Load(); n != 0 || p != 0 {
 		t.Errorf("after every request: %d pending prefill tokens, %d pending", n, p)
 	}
+}
+
+// stepClock returns a test's two moves on c's step clock: send a request
+// of uncached tokens, and check what Step reports.
+func stepClock(t *testing.T, c *Counters) (sent func(uncached int) Ticket, check func(step string, wantIn int64, wantEnd time.Time)) {
+	sent = func(uncached int) Ticket {
+		c.InFlight.Add(1)
+		c.Pending.Add(1)
+		return c.Sent(uncached)
+	}
+	check = func(step string, wantIn int64, wantEnd time.Time) {
+		t.Helper()
+		if in, end := c.Step(); in != wantIn || !end.Equal(wantEnd) {
+			t.Errorf("%s: Step() = %d tokens since %v, want %d since %v", step, in, end, wantIn, wantEnd)
+		}
+	}
+	return sent, check
 }
