@@ -55,7 +55,10 @@ func candidateRecords(p route.Policy, set *fleet.ModelSet, cands []route.Candida
 		c := &cands[i]
 		w := route.WorkOf(p, c, now)
 		dc := decisionlog.Candidate{ID: c.ID, State: string(set.Replicas[i].State(now)),
-			InFlight: w.InFlight, Pending: w.Pending, PrefillTokens: w.PrefillTokens}
+			InFlight: w.InFlight, Pending: w.Pending, PrefillTokens: w.PrefillTokens, StepTokens: w.StepTokens}
+		if !w.StepStart.IsZero() {
+			dc.StepAgeMS = ptr(ms(now.Sub(w.StepStart)))
+		}
 		for _, x := range exclude {
 			dc.Excluded = dc.Excluded || x == i
 		}

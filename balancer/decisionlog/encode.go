@@ -68,6 +68,11 @@ func (c *Candidate) appendJSON(b []byte) []byte {
 	b = appendInt(b, `,"pending":`, c.Pending)
 	b = append(b, `,"prefill_tokens":`...)
 	b = strconv.AppendInt(b, c.PrefillTokens, 10)
+	if c.StepTokens != 0 {
+		b = append(b, `,"step_tokens":`...)
+		b = strconv.AppendInt(b, c.StepTokens, 10)
+	}
+	b = appendOptFloat(b, `,"step_age_ms":`, c.StepAgeMS)
 	b = appendOptFloat(b, `,"kv_usage":`, c.KVUsage)
 	if c.CachedTokens != nil {
 		b = appendInt(b, `,"predicted_cached_tokens":`, *c.CachedTokens)

@@ -22,11 +22,12 @@ func FuzzAppendJSON(f *testing.F) {
 		r := Record{Seq: uint64(n) * 7, Time: time.Unix(int64(n), int64(n)*13).UTC(), RequestID: id, Model: replica,
 			Policy: state, Mode: id, Attempt: n, PromptTokens: n, PromptBlocks: -n, CachedTokens: n * 16,
 			Winner: replica, Reason: state, SummaryFallback: flag, DecisionUS: y,
-			Candidates: []Candidate{{ID: replica, State: state, Excluded: flag, InFlight: n, Pending: -n, PrefillTokens: tokens}}}
+			Candidates: []Candidate{{ID: replica, State: state, Excluded: flag, InFlight: n, Pending: -n, PrefillTokens: tokens, StepTokens: tokens / 2}}}
 		if flag {
 			r.Score, r.EstimatedTTFTMS = &x, &y
 			c := &r.Candidates[0]
 			c.KVUsage, c.CachedTokens, c.Score, c.EstimatedTTFTMS, c.QueueWaitMS, c.MemoryWaitMS, c.KVShort = &x, &n, &y, &x, &y, &x, true
+			c.StepAgeMS = &y
 		}
 		want, err := json.Marshal(&r)
 		if err != nil {

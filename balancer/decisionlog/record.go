@@ -55,6 +55,13 @@ type Candidate struct {
 	InFlight      int   `json:"in_flight"`
 	Pending       int   `json:"pending"`
 	PrefillTokens int64 `json:"prefill_tokens"`
+	// StepTokens is the part of PrefillTokens the load model places in the
+	// engine step under way there (route.Work.StepTokens: this balancer's
+	// own requests sent before the last step end it saw), and StepAgeMS
+	// how long before the decision that step began (absent: no step end
+	// seen yet).
+	StepTokens int64    `json:"step_tokens,omitempty"`
+	StepAgeMS  *float64 `json:"step_age_ms,omitempty"`
 	// KVUsage is the engine's reported KV cache usage in [0,1] (absent:
 	// no report).
 	KVUsage *float64 `json:"kv_usage,omitempty"`

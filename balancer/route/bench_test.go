@@ -3,6 +3,7 @@ package route
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
 )
@@ -95,4 +96,54 @@ func BenchmarkBaselines(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkStepClock measures the step clock's cost on the request path: the
+// balancer takes Counters.mu once for every token a stream passes
+// (StepEnded) besides a request's Sent and Prefilled, and a decision reads
+// the clock without it (Step). All goroutines work on one replica's
+// Counters, the contended case; "stream" is one 64-token stream's life
+// (Sent, Prefilled, 63 later tokens, Done) with a decision's read per token.
+// Figures are in docs/benchmarks-route.md.
+func BenchmarkStepClock(b *testing.B) {
+	at := time.Unix(1000, 0)
+	b.Run("StepEnded", func(b *testing.B) {
+		var c Counters
+		b.SetParallelism(8)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c.StepEnded(at)
+			}
+		})
+	})
+	b.Run("Step", func(b *testing.B) {
+		var c Counters
+		c.StepEnded(at)
+		var sink int64
+		b.ReportAllocs()
+		for b.Loop() {
+			n, _ := c.Step()
+			sink += n
+		}
+		_ = sink
+	})
+	b.Run("stream", func(b *testing.B) {
+		var c Counters
+		b.SetParallelism(8)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c.InFlight.Add(1)
+				c.Pending.Add(1)
+				t := c.Sent(1000)
+				c.Prefilled(1000, t, at)
+				for range 63 {
+					c.StepEnded(at)
+					c.Step()
+				}
+				c.Done(1000, 0, t, true)
+			}
+		})
+	})
 }
