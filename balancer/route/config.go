@@ -51,6 +51,13 @@ type Config struct {
 	// order then picks among them, so that balancers acting on one view
 	// spread different prompts instead of all picking the same replica.
 	TieMargin float64 `yaml:"tie_margin"`
+	// SpreadMargin is the relative margin within which cost_model rotates
+	// a prompt that no replica there holds any of (at least one step
+	// overhead): the candidates whose scores are within it of the lowest
+	// take such prompts in turn, so arrivals reach each replica evenly
+	// spaced, which no choice by the replicas' current work gives (their
+	// queues fall a whole batch at once). 0: no rotation, TieMargin's rule.
+	SpreadMargin float64 `yaml:"spread_margin"`
 	// KVAware weighs the kv_aware scorers.
 	KVAware KVAwareConfig `yaml:"kv_aware"`
 	// Cost holds the cost model's parameters.
@@ -179,6 +186,7 @@ func DefaultConfig() Config {
 		LoadFactor:   2,
 		MinLoadBound: 8,
 		TieMargin:    0.05,
+		SpreadMargin: 0.25,
 		KVAware:      KVAwareConfig{PrefixWeight: 2, LoadWeight: 1, KVUsageWeight: 1},
 		Cost:         DefaultCostConfig(),
 		Overlay:      OverlayConfig{TTL: 10 * time.Second, TextTTL: 2 * time.Minute, Settle: time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32},
@@ -218,6 +226,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.TieMargin >= 0 && c.TieMargin < 1) {
 		bad("tie_margin", "in [0, 1)", c.TieMargin)
+	}
+	if !(c.SpreadMargin >= 0 && c.SpreadMargin < 1) {
+		bad("spread_margin", "in [0, 1)", c.SpreadMargin)
 	}
 	weights := []struct {
 		name string

@@ -49,6 +49,8 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"prefix blocks", func(c *Config) { c.PrefixBlocks = 0 }, []string{"prefix_blocks must be >= 1, got 0"}},
 		{"load factor", func(c *Config) { c.LoadFactor = 0.9 }, []string{"load_factor must be >= 1 and finite, got 0.9"}},
 		{"min load bound", func(c *Config) { c.MinLoadBound = -1 }, []string{"min_load_bound must be >= 0, got -1"}},
+		{"tie margin", func(c *Config) { c.TieMargin = 1 }, []string{"tie_margin must be in [0, 1), got 1"}},
+		{"spread margin", func(c *Config) { c.SpreadMargin = -0.1 }, []string{"spread_margin must be in [0, 1), got -0.1"}},
 		{"negative weight", func(c *Config) { c.KVAware.LoadWeight = -1 }, []string{"kv_aware.load_weight must be >= 0 and finite, got -1"}},
 		{"zero weights", func(c *Config) { c.KVAware = KVAwareConfig{} }, []string{"kv_aware weights must not all be 0"}},
 		{"rate", func(c *Config) { c.Cost.LinearTokPerSec = 0 }, []string{"cost_model.linear_tok_per_sec must be > 0 and finite, got 0"}},

@@ -2,6 +2,7 @@ package route
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,6 +37,9 @@ import (
 type costModel struct {
 	*base
 	est estimator
+	// last is the index of the candidate the last rotation picked
+	// (costModel.spread).
+	last atomic.Int64
 }
 
 func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Decision, error) {
@@ -212,6 +216,9 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	if second >= 0 && s.flight[second] < s.flight[first] {
 		best = second
 	}
+	if s.cached[s.elig[best]] == 0 {
+		best = p.spread(cands, s, best, bestT, under)
+	}
 	hot := float64(p.cfg.Cost.HotPrefixQueueWait)
 	byQueue := s.queue[best] >= hot
 	// A new conversation's home is where its later turns find their
@@ -265,6 +272,47 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	d.TTFTs, d.Waits, d.MemoryWaits = p.estimates(cands, s, prompt, mean)
 	p.place(req, cands[i].key(), now)
 	return i, d, nil
+}
+
+// spread returns the eligible candidate, of those under the bound whose
+// scores are within SpreadMargin of bestT, that comes first after the last
+// one it returned in the candidates' order, when none of them holds any of
+// the prompt; else best. Such a prompt gains nothing from any replica's
+// cache, and the estimate cannot rank candidates this close: a replica's
+// pending prefills end together, in one engine step, so its queue falls
+// from several requests to none at once and the next several requests,
+// chosen by the lowest estimate, all go there and into one step again. On
+// W6 at round robin's capacity (1,024-token prompts, nothing shared, every
+// replica's KV memory full) even the exact pending count as the score lost
+// to round robin (TTFT p50 1,010 against 767 ms, docs/routing.md); taken in
+// turn, arrivals reach each replica about evenly spaced, as under round
+// robin, while a replica whose queue is far longer than the others' is out
+// of the margin and skipped. The order is this balancer's own, so many
+// balancers rotate independently and do not herd.
+func (p *costModel) spread(cands []Candidate, s *Scratch, best int, bestT float64, under func(int) bool) int {
+	margin := p.cfg.SpreadMargin
+	if margin <= 0 {
+		return best
+	}
+	margin = max(margin*bestT, p.est.t0)
+	last, n := int(p.last.Load()), len(cands)
+	pick, ahead := -1, n
+	for k, i := range s.elig {
+		if s.score[k] > bestT+margin || !under(k) {
+			continue
+		}
+		if s.cached[i] > 0 {
+			return best
+		}
+		if d := (int(i) - last - 1 + 2*n) % n; d < ahead {
+			pick, ahead = k, d
+		}
+	}
+	if pick < 0 {
+		return best
+	}
+	p.last.Store(int64(s.elig[pick]))
+	return pick
 }
 
 // roomier reports whether a replica whose KV memory would be the share occ

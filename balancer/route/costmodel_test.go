@@ -528,11 +528,12 @@ func TestCostModelBoundsWork(t *testing.T) {
 	}
 }
 
-// Among near-equal candidates the prompt's rendezvous order decides, so
-// different prompts spread over them and two balancers agree on one prompt.
+// Without rotation (SpreadMargin 0), among near-equal candidates the
+// prompt's rendezvous order decides, so different prompts spread over them
+// and two balancers agree on one prompt.
 func TestCostModelSpreadsNearTies(t *testing.T) {
-	p := newPolicy(t, PolicyCostModel, nil)
-	q := newPolicy(t, PolicyCostModel, func(c *Config) { c.Seed = 99 })
+	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.SpreadMargin = 0 })
+	q := newPolicy(t, PolicyCostModel, func(c *Config) { c.Seed = 99; c.SpreadMargin = 0 })
 	picks := map[int]int{}
 	for i := range 400 {
 		cs := cands(4)
@@ -570,7 +571,7 @@ func TestCostModelSpreadsNearTies(t *testing.T) {
 // quarter, and the others still get their share. Uniform among ties, the
 // decodes on W6's replicas drifted apart (22 against 34).
 func TestCostModelNearTiesFavourFewerInFlight(t *testing.T) {
-	p := newPolicy(t, PolicyCostModel, nil)
+	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.SpreadMargin = 0 })
 	picks := map[int]int{}
 	for i := range 400 {
 		cs := cands(4)
@@ -596,6 +597,52 @@ func TestCostModelNearTiesFavourFewerInFlight(t *testing.T) {
 		if picks[k] < 40 {
 			t.Errorf("replica %d got %d of 400, want a share: %v", k, picks[k], picks)
 		}
+	}
+}
+
+// A prompt no near-equal candidate holds any of goes to them in turn: four
+// replicas within the spread margin take eight such prompts twice each, one
+// after another, and a replica whose queue is out of the margin takes none;
+// where a candidate in the margin holds part of the prompt the cache wins
+// (TestCostModelNearTiesPreferTheCache).
+func TestCostModelRotatesUncachedNearTies(t *testing.T) {
+	p := newPolicy(t, PolicyCostModel, nil)
+	cs := cands(5)
+	for k := range 4 {
+		lease(cs[k].Own, 1024+k*200) // near-equal queues
+	}
+	lease(cs[4].Own, 20*1024) // far out of the margin
+	var order []int
+	for i := range 8 {
+		got, d := mustPick(t, p, req(prompt(uint32(3000+i), uint32(3000+i), 0, 64)), cs)
+		if got == 4 {
+			t.Fatalf("prompt %d went to the replica far out of the margin (scores %v)", i, d.Scores)
+		}
+		order = append(order, got)
+	}
+	for i := 4; i < 8; i++ {
+		if order[i] != order[i-4] {
+			t.Fatalf("picks %v, want each of the four near-equal replicas in turn", order)
+		}
+	}
+	seen := map[int]bool{}
+	for _, k := range order[:4] {
+		seen[k] = true
+	}
+	if len(seen) != 4 {
+		t.Fatalf("picks %v, want each of the four near-equal replicas in turn", order)
+	}
+	// Without rotation the same prompts follow their rendezvous pairs.
+	q := newPolicy(t, PolicyCostModel, func(c *Config) { c.SpreadMargin = 0 })
+	same := 0
+	for i := range 8 {
+		got, _ := mustPick(t, q, req(prompt(uint32(3000+i), uint32(3000+i), 0, 64)), cs)
+		if got == order[i] {
+			same++
+		}
+	}
+	if same == 8 {
+		t.Errorf("SpreadMargin 0 picked as the rotation did: %v", order)
 	}
 }
 

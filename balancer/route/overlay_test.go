@@ -22,17 +22,23 @@ func TestOverlayMakesABurstColocate(t *testing.T) {
 		together bool
 		// homes bounds the replicas the burst may land on when not together.
 		homes int
+		// spread is SpreadMargin (cost_model).
+		spread float64
 	}{
-		{"cost_model with overlay", PolicyCostModel, 10 * time.Second, true, 1},
+		{"cost_model with overlay", PolicyCostModel, 10 * time.Second, true, 1, 0.25},
 		// Without the overlay the replicas stay near-equal (each prefill is
-		// over before the next request), and near ties go to the prefix's
-		// rendezvous pair, the fewer in flight of the two: two homes at most.
-		{"cost_model without overlay", PolicyCostModel, 0, false, 2},
-		{"kv_aware with overlay", PolicyKVAware, 10 * time.Second, true, 1},
-		{"kv_aware without overlay", PolicyKVAware, 0, false, 8},
+		// over before the next request) and none holds the prefix, so the
+		// prompts go round: what another balancer's burst does before the
+		// summaries say where the prefix is (docs/routing.md).
+		{"cost_model without overlay", PolicyCostModel, 0, false, 8, 0.25},
+		// Without rotation near ties go to the prefix's rendezvous pair,
+		// the fewer in flight of the two: two homes at most.
+		{"cost_model without overlay or rotation", PolicyCostModel, 0, false, 2, 0},
+		{"kv_aware with overlay", PolicyKVAware, 10 * time.Second, true, 1, 0},
+		{"kv_aware without overlay", PolicyKVAware, 0, false, 8, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newPolicy(t, tc.policy, func(c *Config) { c.Overlay.TTL = tc.ttl })
+			p := newPolicy(t, tc.policy, func(c *Config) { c.Overlay.TTL = tc.ttl; c.SpreadMargin = tc.spread })
 			cs := cands(8) // fresh, empty summaries: the prefix is new
 			s := NewScratch(len(cs))
 			seen := map[int]int{}
