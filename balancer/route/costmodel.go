@@ -38,7 +38,8 @@ type costModel struct {
 	*base
 	est estimator
 	// last is the index of the candidate the last rotation picked
-	// (costModel.spread).
+	// (costModel.spread), modulo the candidates; it starts drawn from the
+	// seed.
 	last atomic.Int64
 }
 
@@ -287,15 +288,17 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 // to round robin (TTFT p50 1,010 against 767 ms, docs/routing.md); taken in
 // turn, arrivals reach each replica about evenly spaced, as under round
 // robin, while a replica whose queue is far longer than the others' is out
-// of the margin and skipped. The order is this balancer's own, so many
-// balancers rotate independently and do not herd.
+// of the margin and skipped. The order is this balancer's own and starts at
+// a candidate drawn from its seed (New), so many balancers rotate
+// independently and their first picks do not herd.
 func (p *costModel) spread(cands []Candidate, s *Scratch, best int, bestT float64, under func(int) bool) int {
 	margin := p.cfg.SpreadMargin
 	if margin <= 0 {
 		return best
 	}
 	margin = max(margin*bestT, p.est.t0)
-	last, n := int(p.last.Load()), len(cands)
+	n := len(cands)
+	last := int(p.last.Load() % int64(n))
 	pick, ahead := -1, n
 	for k, i := range s.elig {
 		if s.score[k] > bestT+margin || !under(k) {

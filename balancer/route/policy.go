@@ -194,7 +194,12 @@ func New(cfg Config) (Policy, error) {
 	case PolicyLLMD:
 		return &llmD{base: b}, nil
 	}
-	return &costModel{base: b, est: newEstimator(cfg.Cost)}, nil
+	p := &costModel{base: b, est: newEstimator(cfg.Cost)}
+	// Balancers with one config have different seeds (the balancer mixes
+	// its name in), so their rotations start at different candidates and
+	// their first picks of prompts no replica holds do not all go to one.
+	p.last.Store(int64(mix64(cfg.Seed) >> 1))
+	return p, nil
 }
 
 // Settler is an optional ability of a Policy: hearing that a placed
