@@ -75,10 +75,13 @@ type ReplicaInfo struct {
 
 // ReplicaLoad is a replica's gossiped load.
 type ReplicaLoad struct {
-	Running    int64   `json:"running"`
-	Waiting    int64   `json:"waiting"`
-	InFlight   int64   `json:"in_flight"`
-	KVUsage    float64 `json:"kv_cache_usage"`
+	Running  int64   `json:"running"`
+	Waiting  int64   `json:"waiting"`
+	InFlight int64   `json:"in_flight"`
+	KVUsage  float64 `json:"kv_cache_usage"`
+	// HeldBlocks is the KV blocks the engine holds, cached contexts
+	// included (load.Report.HeldBlocks; -1 unknown).
+	HeldBlocks int64   `json:"blocks_held"`
 	AgeSeconds float64 `json:"age_seconds"`
 	Fresh      bool    `json:"fresh"`
 }
@@ -97,7 +100,7 @@ func (b *Balancer) serveReplicas(w http.ResponseWriter, r *http.Request) {
 		if m := rep.Member(); m != nil {
 			if lr, fresh, ok := m.Load(now); ok {
 				ri.Load = &ReplicaLoad{Running: lr.Load.Running, Waiting: lr.Load.Waiting,
-					InFlight: lr.Load.InFlight, KVUsage: lr.Load.KVUsage,
+					InFlight: lr.Load.InFlight, KVUsage: lr.Load.KVUsage, HeldBlocks: lr.Load.HeldBlocks,
 					AgeSeconds: now.Sub(lr.ReceivedAt).Seconds(), Fresh: fresh}
 			}
 			if at := m.SummaryConfirmedAt(); !at.IsZero() {

@@ -67,6 +67,8 @@ func (a *announce) marshal() []byte {
 		b = binary.AppendUvarint(b, uint64(clampU32(o.Pending)))
 		b = binary.AppendUvarint(b, uint64(max(o.PrefillTokens, 0)))
 	}
+	// Added later still: 0 unknown, else the blocks held plus one.
+	b = binary.AppendUvarint(b, uint64(max(a.Load.HeldBlocks, -1)+1))
 	return b
 }
 
@@ -219,6 +221,10 @@ func decodeAnnounce(from string, body []byte) (announce, error) {
 			o.PrefillTokens = d.int63()
 			a.Load.Origins = append(a.Load.Origins, o)
 		}
+	}
+	a.Load.HeldBlocks = -1
+	if d.err == nil && len(d.b) > 0 { // a sender that reports the blocks it holds
+		a.Load.HeldBlocks = d.int63() - 1
 	}
 	d.end()
 	return a, d.err

@@ -184,8 +184,8 @@ func announceRoundTrip(t *testing.T, a announce) announce {
 }
 
 // An announcement from a sender that predates Pending and Origins (it ends
-// after the summary version) still decodes, and a count of origins over the
-// bound is rejected.
+// after the summary version) or the blocks held still decodes (the blocks
+// held unknown), and a count of origins over the bound is rejected.
 func TestAnnounceCompatibility(t *testing.T) {
 	a := announce{From: "s", SentAt: 5, Load: load.Report{Running: 2, PrefillTokens: 9}, Epoch: 1, Seq: 2}
 	b := a.marshal()
@@ -193,8 +193,16 @@ func TestAnnounceCompatibility(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := body[:len(body)-2] // without Pending (0) and the origin count (0)
-	got, err := decodeAnnounce(h.from, old)
+	a.Load.HeldBlocks = -1
+	got, err := decodeAnnounce(h.from, body[:len(body)-1]) // without the blocks held
+	if err != nil {
+		t.Fatalf("announcement without the blocks held: %v", err)
+	}
+	if diff := cmp.Diff(a, got); diff != "" {
+		t.Errorf("announcement without the blocks held (-want +got):\n%s", diff)
+	}
+	old := body[:len(body)-3] // without Pending (0), the origin count (0) and the blocks held
+	got, err = decodeAnnounce(h.from, old)
 	if err != nil {
 		t.Fatalf("old announcement: %v", err)
 	}

@@ -17,8 +17,9 @@ type exactStatus struct {
 	// Complete reports whether the exact set is known to be complete: false
 	// after a gap that replay could not fill, until the set is rebuilt.
 	Complete bool
-	// Blocks is the number of blocks in the exact set.
-	Blocks int
+	// Blocks is the number of blocks in the exact set, GPUBlocks the
+	// number held in GPU memory.
+	Blocks, GPUBlocks int
 	// ResyncNeeded reports that changes were lost (the change feed
 	// overflowed): the summary must be rebuilt from the whole set.
 	ResyncNeeded bool
@@ -80,6 +81,16 @@ func newController(grace time.Duration, feed *summaryFeed, approx *approxSet, ex
 	}
 	c.resetApprox("start")
 	return c
+}
+
+// heldBlocks returns the blocks the engine holds in GPU memory by the set
+// the summary is built from (the exact set while events are live, else the
+// approximate one); safe from any goroutine.
+func (c *controller) heldBlocks() int64 {
+	if c.modeName() == modeLive && c.exact != nil {
+		return int64(c.exact.Status().GPUBlocks)
+	}
+	return int64(c.approx.Len())
 }
 
 // modeName returns the current mode; safe from any goroutine.

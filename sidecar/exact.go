@@ -51,6 +51,7 @@ type exactPipeline struct {
 
 	batches atomic.Uint64
 	blocks  atomic.Int64
+	gpu     atomic.Int64 // blocks held in GPU memory
 	// incomplete is set after a gap that replay could not fill, cleared
 	// when the set is rebuilt (the engine cleared or restarted the rank).
 	incomplete atomic.Bool
@@ -149,6 +150,7 @@ func (p *exactPipeline) gap(recovered bool) {
 func (p *exactPipeline) flushLocked() {
 	changes, overflow := p.set.Drain(p.scratch[:0])
 	p.blocks.Store(int64(p.set.Len()))
+	p.gpu.Store(int64(p.set.LenIn(MediumGPU)))
 	if overflow {
 		if !p.needResync.Swap(true) {
 			p.log.Warn("block-set change feed overflowed: the summary will be rebuilt")
@@ -172,7 +174,7 @@ func (p *exactPipeline) flushLocked() {
 
 // Status implements exactSource.
 func (p *exactPipeline) Status() exactStatus {
-	return exactStatus{Batches: p.batches.Load(), Complete: !p.incomplete.Load(), Blocks: int(p.blocks.Load()), ResyncNeeded: p.needResync.Load()}
+	return exactStatus{Batches: p.batches.Load(), Complete: !p.incomplete.Load(), Blocks: int(p.blocks.Load()), GPUBlocks: int(p.gpu.Load()), ResyncNeeded: p.needResync.Load()}
 }
 
 // Resync implements exactSource: fn runs under the pipeline's lock, after

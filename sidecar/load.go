@@ -36,6 +36,9 @@ type LoadStatus struct {
 	// KVCapacityTokens is the engine's KV capacity in tokens (0: unknown):
 	// its blocks times its block size.
 	KVCapacityTokens int64 `json:"kv_capacity_tokens"`
+	// HeldBlocks is the KV blocks the engine holds in GPU memory now, by the
+	// block set the summary is built from (load.Report.HeldBlocks).
+	HeldBlocks int64 `json:"blocks_held"`
 }
 
 // KVUsage returns the KV usage the sidecar reports: the engine's from its
@@ -63,7 +66,7 @@ func (s LoadStatus) Report() load.Report {
 	d := &s.DataPath
 	r := load.Report{
 		InFlight: max(d.InFlight, 0), Pending: max(d.Prefilling, 0), PrefillTokens: max(d.WaitingPrefillTokens, 0),
-		KVUsage: s.KVUsage(),
+		KVUsage: s.KVUsage(), HeldBlocks: max(s.HeldBlocks, 0),
 	}
 	if n := min(len(d.Origins), gossip.MaxOrigins); n > 0 {
 		r.Origins = make([]load.Share, n)

@@ -68,8 +68,9 @@ func (s *Sidecar) onScrape(l engine.Load, err error) {
 
 // engineStatus returns the load status without the data path's counts: the
 // last readable scrape's load (zero before one), whether the last scrape was
-// readable, the engine's KV capacity in tokens and the memory the data path
-// saw change since the last readable scrape began (UnscrapedKVTokens).
+// readable, the engine's KV capacity in tokens, the memory the data path
+// saw change since the last readable scrape began (UnscrapedKVTokens) and
+// the blocks the engine holds now (HeldBlocks).
 func (s *Sidecar) engineStatus() LoadStatus {
 	var r LoadStatus
 	if g := s.lastGood.Load(); g != nil {
@@ -81,6 +82,7 @@ func (s *Sidecar) engineStatus() LoadStatus {
 		}
 		r.KVCapacityTokens = int64(g.load.NumGPUBlocks) * int64(bs)
 	}
+	r.HeldBlocks = s.ctl.heldBlocks()
 	o := s.lastLoad.Load()
 	switch {
 	case o == nil:

@@ -67,6 +67,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	s.kvWait = s.kvWait[:0]
 	s.flight = s.flight[:0]
 	s.occ = s.occ[:0]
+	s.fill = s.fill[:0]
 	fits, unknown, known := 0, 0, math.Inf(1) // known: the least wait for memory known
 	worst := 0.0                              // the longest wait for memory known
 	mean := meanTTFTScale(cands, s.elig)
@@ -97,6 +98,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 			occ = kv.occ
 		}
 		s.occ = append(s.occ, occ)
+		s.fill = append(s.fill, kv.fill)
 		t, wait := p.est.ttft(p.est.queueOf(w, now), w.Decodes(), prompt-cached, cached)
 		idle, _ := p.est.ttft(queue{}, 0, prompt-cached, cached)
 		mem := 0.0 // the wait for memory: delay, not a queue of prefill (wait)
@@ -227,7 +229,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	// KV memory is far fuller than another's it and its neighbours' later
 	// turns evict each other (W3's cold start: two replicas at 93% with two
 	// idle, docs/routing.md).
-	byMemory := req.OpensConversation && s.occ[best] >= 0
+	byMemory := req.OpensConversation && (s.occ[best] >= 0 || s.fill[best] >= 0)
 	if hot > 0 && s.cached[s.elig[best]] > 0 && (byQueue || byMemory) {
 		// Replication is deliberate: compare estimated TTFTs, without the
 		// miss penalty that keeps prefixes at home.
@@ -244,7 +246,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 			// blocks to a queue as long, and copies of every prefix then
 			// crowd each other out of memory (the ladder at 1.5×: hit rate
 			// 0.125 against dynamo_kv's 0.444, docs/routing.md).
-			if !(byQueue && s.queue[best]-s.queue[k] >= hot) && !(byMemory && roomier(s.occ[k], s.occ[best])) {
+			if !(byQueue && s.queue[best]-s.queue[k] >= hot) && !(byMemory && s.roomier(k, best)) {
 				continue
 			}
 			if r := rendezvous(key, cands[i].key(), 1, true); next < 0 || t < nextT || r > nextR {
@@ -316,6 +318,18 @@ func (p *costModel) spread(cands []Candidate, s *Scratch, best int, bestT float6
 	}
 	p.last.Store(int64(s.elig[pick]))
 	return pick
+}
+
+// roomier reports whether eligible candidate k has far more room for a new
+// conversation than candidate than (roomier), by the memory in use (occ) or
+// by the memory holding contexts (fill). In use alone, a replica that holds
+// nothing looks no roomier than those whose memory is full of cached
+// contexts but whose running requests take as much: W3 at 4 sessions/s
+// left one replica without a conversation for a whole run while the other
+// three evicted live contexts (docs/bench.md), and so would a replica that
+// just joined the fleet.
+func (s *Scratch) roomier(k, than int) bool {
+	return roomier(s.occ[k], s.occ[than]) || roomier(s.fill[k], s.fill[than])
 }
 
 // roomier reports whether a replica whose KV memory would be the share occ

@@ -846,36 +846,48 @@ func absDur(d time.Duration) time.Duration { return max(d, -d) }
 // A new conversation holds nothing of its own anywhere, and its later turns
 // come back to where it starts: from the replica holding its shared prefix
 // but with its KV memory far fuller than another's, it starts on the other
-// (at most HotPrefixQueueWait slower by the estimate). A later turn, or a
-// replica not far roomier, keeps it with the prefix.
+// (at most HotPrefixQueueWait slower by the estimate). Fuller by the memory
+// in use or by the memory holding contexts (Load.HeldBlocks): running
+// requests alike, a replica whose memory is full of cached contexts is no
+// home beside one that holds nothing (W3 at 4/s: one replica got no
+// conversation for a whole run, docs/bench.md). A later turn, a replica not
+// far roomier, or blocks held unknown keep it with the prefix.
 func TestCostModelStartsAConversationWhereMemoryIsFree(t *testing.T) {
 	hs := prompt(21, 21, 128, 152) // 2,432 tokens, a 2,048-token system prompt held by replica 0
-	setup := func(usage0, others float64) []Candidate {
+	const capacity = 4096
+	setup := func(usage0, others float64, held0, heldOthers int64) []Candidate {
 		cs := cands(4)
-		withCapacity(cs, 4096)
+		withCapacity(cs, capacity)
 		cs[0].Prefix = fakeIndex{}.add(hs[:128])
 		for i := range cs {
-			cs[i].Load.KVUsage = others
+			cs[i].Load.KVUsage, cs[i].Load.HeldBlocks = others, heldOthers
 		}
-		cs[0].Load.KVUsage = usage0
+		cs[0].Load.KVUsage, cs[0].Load.HeldBlocks = usage0, held0
 		return cs
 	}
 	for _, tc := range []struct {
-		name           string
-		opens          bool
-		usage0, others float64
-		moves          bool
+		name              string
+		opens             bool
+		usage0, others    float64
+		held0, heldOthers int64
+		moves             bool
 	}{
-		{"a new conversation, far roomier replicas", true, 0.6, 0.05, true},
-		{"a later turn stays with its context", false, 0.6, 0.05, false},
-		{"not twice the free share", true, 0.6, 0.3, false},
-		{"twice, but not a quarter more", true, 0.9, 0.75, false},
-		{"all near empty", true, 0.2, 0, false},
+		{"a new conversation, far roomier replicas", true, 0.6, 0.05, 0, 0, true},
+		{"a later turn stays with its context", false, 0.6, 0.05, 0, 0, false},
+		{"not twice the free share", true, 0.6, 0.3, 0, 0, false},
+		{"twice, but not a quarter more", true, 0.9, 0.75, 0, 0, false},
+		{"all near empty", true, 0.2, 0, 0, 0, false},
+		{"as busy, but the others hold nothing", true, 0.3, 0.3, capacity, 0, true},
+		{"as busy, the others hold half as much", true, 0.3, 0.3, capacity, capacity / 2, true},
+		{"as busy, all full of contexts", true, 0.3, 0.3, capacity, capacity, false},
+		{"as busy, the others hold nothing, a later turn", false, 0.3, 0.3, capacity, 0, false},
+		{"as busy, blocks held unknown there", true, 0.3, 0.3, -1, 0, false},
+		{"as busy, blocks held unknown elsewhere", true, 0.3, 0.3, capacity, -1, false},
 	} {
 		r := req(hs)
 		r.OpensConversation = tc.opens
 		p := newPolicy(t, PolicyCostModel, nil) // a fresh overlay: the placement is this case's
-		got, d := mustPick(t, p, r, setup(tc.usage0, tc.others))
+		got, d := mustPick(t, p, r, setup(tc.usage0, tc.others, tc.held0, tc.heldOthers))
 		if moved := got != 0; moved != tc.moves || moved != (d.Reason == ReasonHotPrefix) {
 			t.Errorf("%s: picked %d (%q), want a move %v", tc.name, got, d.Reason, tc.moves)
 		}

@@ -75,6 +75,12 @@ type kvRoom struct {
 	// fresh report and a known capacity only (else 0, and known false).
 	occ   float64
 	known bool
+	// fill is occ with the memory holding contexts (Load.HeldBlocks: the
+	// running requests' blocks and the cached contexts of finished ones) in
+	// place of the memory in use, where it is larger: how much of the memory
+	// the request would share with contexts kept there. -1: unknown (no
+	// fresh report, or one without the blocks held).
+	fill float64
 }
 
 // kvFit reports whether c's KV memory holds a request needing need more
@@ -94,18 +100,19 @@ type kvRoom struct {
 // replica).
 func (b *base) kvFit(c *Candidate, w Work, now time.Time, need, out, bs int) kvRoom {
 	if c.CapacityBlocks <= 0 {
-		return kvRoom{}
+		return kvRoom{fill: -1}
 	}
 	if c.BlockSize > 0 {
 		bs = c.BlockSize
 	}
 	capacity := float64(c.CapacityBlocks) * float64(bs)
 	fresh := b.loadFresh(c, now)
-	r := kvRoom{}
+	r := kvRoom{fill: -1}
 	if fresh {
 		r.used = min(max(c.Load.KVUsage, 0), 1) * capacity
 	}
-	total := r.used + float64(max(w.PrefillTokens, 0)) + float64(max(need, 0)) + b.decodeReserve(w, out)
+	added := float64(max(w.PrefillTokens, 0)) + float64(max(need, 0)) + b.decodeReserve(w, out)
+	total := r.used + added
 	switch {
 	case total > capacity:
 		r.state, r.deficit = kvShort, total-capacity
@@ -114,6 +121,10 @@ func (b *base) kvFit(c *Candidate, w Work, now time.Time, need, out, bs int) kvR
 	}
 	if fresh {
 		r.occ, r.known = total/capacity, true
+		if c.Load.HeldBlocks >= 0 {
+			held := min(float64(c.Load.HeldBlocks)*float64(bs), capacity)
+			r.fill = (max(r.used, held) + added) / capacity
+		}
 	}
 	return r
 }

@@ -138,6 +138,7 @@ type Scratch struct {
 	kvWait  []float64       // cost_model: estimated wait for KV memory, per eligible, ns (+Inf: short, no estimate)
 	flight  []float64       // cost_model: requests in flight per unit of weight, per eligible
 	occ     []float64       // cost_model: KV memory in use after the request, share of capacity, per eligible (-1: unknown)
+	fill    []float64       // cost_model: occ counting the memory holding contexts (kvRoom.fill), per eligible (-1: unknown)
 	cached  []int32         // predicted cached tokens per candidate
 	scores  []float64       // Decision.Scores, per candidate
 	ttfts   []time.Duration // Decision.TTFTs, per candidate

@@ -36,12 +36,16 @@ const MaxOriginLen = 128
 // carries no origin list: its own_* metrics are the recipient's Share.
 var names = [...]string{
 	"running", "waiting", "kv_usage", "in_flight", "prefilling", "prefill_tokens",
-	"own_in_flight", "own_prefilling", "own_prefill_tokens",
+	"own_in_flight", "own_prefilling", "own_prefill_tokens", "blocks_held",
 }
+
+// optional is the index of the one metric a report may lack (a sidecar
+// older than it): ParseHeader then sets Report.HeldBlocks to -1.
+const optional = len(names) - 1
 
 func fields(r *Report, own *Share) [len(names)]*int64 {
 	return [...]*int64{&r.Running, &r.Waiting, nil, &r.InFlight, &r.Pending, &r.PrefillTokens,
-		&own.InFlight, &own.Pending, &own.PrefillTokens}
+		&own.InFlight, &own.Pending, &own.PrefillTokens, &r.HeldBlocks}
 }
 
 // EncodeHeader returns the header value of r for the balancer whose share
@@ -58,9 +62,12 @@ func EncodeHeader(r Report, own Share) string {
 		b.WriteString("named_metrics.")
 		b.WriteString(n)
 		b.WriteByte('=')
-		if f[i] == nil {
+		switch {
+		case f[i] == nil:
 			b.WriteString(strconv.FormatFloat(r.KVUsage, 'g', 4, 64))
-		} else {
+		case i == optional:
+			b.WriteString(strconv.FormatInt(max(*f[i], -1), 10))
+		default:
 			b.WriteString(strconv.FormatInt(*f[i], 10))
 		}
 	}
@@ -73,8 +80,8 @@ var ErrMalformed = errors.New("malformed load report")
 // ParseHeader decodes a header value written by EncodeHeader: the report
 // (without Origins) and the recipient's share (without its Origin name,
 // which the header does not carry). Other ORCA fields and unknown named
-// metrics are ignored; every metric of ours must be present, finite and not
-// negative.
+// metrics are ignored; every metric of ours must be present (but blocks_held,
+// -1 when absent), finite and not negative (but blocks_held, -1 unknown).
 func ParseHeader(v string) (Report, Share, error) {
 	var r Report
 	var own Share
@@ -98,18 +105,28 @@ func ParseHeader(v string) (Report, Share, error) {
 			continue
 		}
 		x, err := strconv.ParseFloat(val, 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > math.MaxInt64/2 {
+		low := 0.0
+		if i == optional {
+			low = -1 // unknown
+		}
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < low || x > math.MaxInt64/2 {
 			return Report{}, Share{}, fmt.Errorf("%w: %s=%q", ErrMalformed, n, trim(val))
 		}
-		if f[i] == nil {
+		switch {
+		case f[i] == nil:
 			r.KVUsage = x
-		} else {
+		case x < 0: // only the optional metric may be negative: unknown
+			*f[i] = -1
+		default:
 			*f[i] = int64(x)
 		}
 		seen[i] = true
 	}
+	if !seen[optional] {
+		r.HeldBlocks = -1
+	}
 	for i, s := range seen {
-		if !s {
+		if !s && i != optional {
 			return Report{}, Share{}, fmt.Errorf("%w: no named_metrics.%s", ErrMalformed, names[i])
 		}
 	}

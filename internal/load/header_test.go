@@ -8,7 +8,7 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
-	want := Report{Running: 3, Waiting: 2, KVUsage: 0.4375, InFlight: 9, Pending: 4, PrefillTokens: 12345}
+	want := Report{Running: 3, Waiting: 2, KVUsage: 0.4375, InFlight: 9, Pending: 4, PrefillTokens: 12345, HeldBlocks: 1500}
 	wantOwn := Share{InFlight: 2, Pending: 1, PrefillTokens: 2048}
 	got, own, err := ParseHeader(EncodeHeader(want, wantOwn))
 	if err != nil {
@@ -23,15 +23,31 @@ func TestRoundTrip(t *testing.T) {
 }
 
 // The header's bytes are those every released sidecar writes and every
-// released balancer parses.
+// released balancer parses: the released form with blocks_held appended.
+// The released form alone (a sidecar older than blocks_held) still parses,
+// with the blocks held unknown.
 func TestEncodeHeaderBytes(t *testing.T) {
-	got := EncodeHeader(Report{Running: 3, Waiting: 2, KVUsage: 0.4375, InFlight: 9, Pending: 4, PrefillTokens: 12345},
-		Share{Origin: "b", InFlight: 2, Pending: 1, PrefillTokens: 2048})
-	want := "TEXT named_metrics.running=3, named_metrics.waiting=2, named_metrics.kv_usage=0.4375, " +
+	r := Report{Running: 3, Waiting: 2, KVUsage: 0.4375, InFlight: 9, Pending: 4, PrefillTokens: 12345, HeldBlocks: 777}
+	own := Share{Origin: "b", InFlight: 2, Pending: 1, PrefillTokens: 2048}
+	released := "TEXT named_metrics.running=3, named_metrics.waiting=2, named_metrics.kv_usage=0.4375, " +
 		"named_metrics.in_flight=9, named_metrics.prefilling=4, named_metrics.prefill_tokens=12345, " +
 		"named_metrics.own_in_flight=2, named_metrics.own_prefilling=1, named_metrics.own_prefill_tokens=2048"
-	if got != want {
+	if got, want := EncodeHeader(r, own), released+", named_metrics.blocks_held=777"; got != want {
 		t.Errorf("EncodeHeader =\n%s\nwant\n%s", got, want)
+	}
+	got, gotOwn, err := ParseHeader(released)
+	if err != nil {
+		t.Fatalf("a released sidecar's header: %v", err)
+	}
+	r.HeldBlocks, own.Origin = -1, ""
+	if diff := cmp.Diff(r, got); diff != "" {
+		t.Errorf("a released sidecar's header (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(own, gotOwn); diff != "" {
+		t.Errorf("a released sidecar's share (-want +got):\n%s", diff)
+	}
+	if got, _, _ := ParseHeader(EncodeHeader(Report{HeldBlocks: -1}, Share{})); got.HeldBlocks != -1 {
+		t.Errorf("unknown blocks held round trip to %d, want -1", got.HeldBlocks)
 	}
 }
 
@@ -46,6 +62,8 @@ func TestParse(t *testing.T) {
 		{"JSON form", `JSON {"named_metrics":{}}`, false},
 		{"missing metric", "TEXT named_metrics.running=1", false},
 		{"negative", "TEXT " + replace(full, "named_metrics.running=1", "named_metrics.running=-1"), false},
+		{"blocks held unknown", "TEXT " + replace(full, "named_metrics.blocks_held=0", "named_metrics.blocks_held=-1"), true},
+		{"blocks held below -1", "TEXT " + replace(full, "named_metrics.blocks_held=0", "named_metrics.blocks_held=-2"), false},
 		{"not a number", "TEXT " + replace(full, "named_metrics.running=1", "named_metrics.running=x"), false},
 		{"infinite", "TEXT " + replace(full, "named_metrics.running=1", "named_metrics.running=Inf"), false},
 		{"no equals", "TEXT running", false},

@@ -30,6 +30,14 @@ type Report struct {
 	// token yet). An engine that reports more waiting requests than this
 	// serves traffic that bypasses the sidecar.
 	Pending int64 `json:"pending"`
+	// HeldBlocks is the KV blocks the engine holds in GPU memory by the
+	// sidecar's block set (from the engine's KV events, or the approximate
+	// set built from the data path): running requests' full blocks and the
+	// cached contexts of finished ones. Beside the capacity it tells how much
+	// memory no context uses yet, which KVUsage (running requests only) does
+	// not: a replica that just joined holds nothing. -1: unknown (a sender
+	// that does not report it).
+	HeldBlocks int64 `json:"blocks_held"`
 	// Origins breaks InFlight, Pending and PrefillTokens down by the
 	// balancer that sent the requests, the largest first, so that a balancer
 	// can add the other balancers' share to its own exact counts without

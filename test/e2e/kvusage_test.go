@@ -135,3 +135,87 @@ func TestKVUsageBetweenScrapes(t *testing.T) {
 		t.Errorf("the report says %.0f tokens in use, the engine %.0f", reported, engineKV)
 	}
 }
+
+// kuSimCached returns the blocks the simulator's prefix cache holds now
+// (GET /inferrail/debug/load).
+func kuSimCached(t *testing.T, sim *scSim) int64 {
+	t.Helper()
+	var body struct {
+		Ranks []struct {
+			Engine struct{ CachedBlocks int64 } `json:"engine"`
+		} `json:"ranks"`
+	}
+	if err := scGetJSON(sim.url+"/inferrail/debug/load", &body); err != nil || len(body.Ranks) != 1 {
+		t.Fatalf("sim load: %v (%d ranks)", err, len(body.Ranks))
+	}
+	return body.Ranks[0].Engine.CachedBlocks
+}
+
+// TestBlocksHeldReported checks, through the real binaries, that the load
+// report a sidecar returns to its balancers counts the blocks its engine
+// holds in KV memory (the cached contexts of finished requests included,
+// which the KV usage leaves out): the number the engine's own scheduler
+// holds, from the engine's KV events. A balancer tells by it a replica that
+// holds nothing from one whose memory is full of contexts.
+func TestBlocksHeldReported(t *testing.T) {
+	bin := scBuild(t)
+	sim := btStartSim(t, bin, "sim-held", 4096)
+	sc := scStartSidecar(t, bin, sim.url, sim.pub, sim.replay, "--model", "e2e-model")
+	send := func(prompt string) load.Report {
+		t.Helper()
+		body := fmt.Sprintf(`{"model":"e2e-model","prompt":%q,"max_tokens":1}`, prompt)
+		req, _ := http.NewRequest(http.MethodPost, sc.data+"/v1/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(load.Origin, "bal-held")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request: %s", resp.Status)
+		}
+		r, _, err := load.ParseHeader(resp.Header.Get(load.Header))
+		if err != nil {
+			t.Fatalf("the response's load report: %v", err)
+		}
+		return r
+	}
+	prompts := make([]string, 3)
+	for i := range prompts {
+		prompts[i] = fmt.Sprintf("context %d: %s", i, strings.Repeat(fmt.Sprintf("words %d of a prompt kept in the prefix cache. ", i), 150))
+		send(prompts[i])
+	}
+	// The requests ended: the engine holds their blocks as cached contexts,
+	// with nothing running.
+	cached := kuSimCached(t, sim)
+	if cached < 3*100 {
+		t.Fatalf("the engine holds %d blocks after three prompts of about 1,500 tokens each", cached)
+	}
+	var st struct {
+		HeldBlocks int64 `json:"blocks_held"`
+		Engine     struct {
+			KVUsage float64 `json:"KVUsage"`
+		} `json:"engine"`
+	}
+	scWait(t, "the sidecar's block set to hold the engine's blocks", func() error {
+		if err := scGetJSON(sc.admin+"/v1/load", &st); err != nil {
+			return err
+		}
+		if st.HeldBlocks != cached {
+			return fmt.Errorf("the sidecar counts %d blocks held, the engine %d", st.HeldBlocks, cached)
+		}
+		return nil
+	})
+	// A repeated prompt adds no block; its response reports them all.
+	r := send(prompts[0])
+	if got := kuSimCached(t, sim); got != cached {
+		t.Fatalf("the repeated prompt changed the engine's cache: %d blocks, then %d", cached, got)
+	}
+	if r.HeldBlocks != cached {
+		t.Errorf("the response's report says %d blocks held, the engine holds %d", r.HeldBlocks, cached)
+	}
+	if r.KVUsage*4096 >= float64(cached)/2 {
+		t.Errorf("the report's KV usage %.3f counts the cached contexts: the check shows nothing the usage did not", r.KVUsage)
+	}
+}
