@@ -12,11 +12,14 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/inferrail/inferrail/balancer/calibrate"
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/bench"
 	"github.com/inferrail/inferrail/bench/render"
 	"github.com/inferrail/inferrail/internal/devfleet"
+	"github.com/inferrail/inferrail/internal/yamlconf"
 )
 
 func init() {
@@ -226,6 +229,7 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 	fs.BoolVar(&cc.DryRun, "dry-run", false, "print the runs and the time budget, run nothing")
 	simLatency := fs.String("sim-latency", "", "the simulators' latency constants, as cost_model keys, e.g. step_overhead=2ms,linear_tok_per_sec=15667 (default: the simulator's)")
 	costModel := fs.String("cost-model", "", "file with the balancers' cost_model block, e.g. from inferrail calibrate --out (default: the policy's)")
+	routing := fs.String("routing", "", "file with the balancers' models[].routing keys but policy and seed, e.g. spread_margin: 0.5 (default: the defaults); --cost-model's block replaces its cost_model")
 	benchConfigFlags(fs, &cc.Bench)
 	wl := workloadFlags(fs)
 	out := fs.String("out", "bench/results", "directory for the JSON results")
@@ -288,6 +292,13 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 		}
 		cc.Fleet.SimLatency = &c
 	}
+	if *routing != "" {
+		rc, err := readRouting(*routing)
+		if err != nil {
+			return cc, "", err
+		}
+		cc.Fleet.Routing = &rc
+	}
 	if *costModel != "" {
 		b, err := os.ReadFile(*costModel)
 		if err != nil {
@@ -297,10 +308,42 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 		if err != nil {
 			return cc, "", fmt.Errorf("--cost-model %s: %w", *costModel, err)
 		}
-		cc.Fleet.CostModel = &c
+		if cc.Fleet.Routing == nil {
+			rc := route.DefaultConfig()
+			cc.Fleet.Routing = &rc
+		}
+		cc.Fleet.Routing.Cost = c
 	}
 	cc.OutDir = *out
 	return cc, *reportDir, nil
+}
+
+// readRouting reads --routing's file: models[].routing keys decoded strictly
+// over the defaults and validated; policy and seed are refused (--policies
+// and --seed set them, and a file that set them would make every policy
+// one).
+func readRouting(path string) (route.Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return route.Config{}, fmt.Errorf("--routing: %w", err)
+	}
+	var keys map[string]any
+	if err := yaml.Unmarshal(b, &keys); err != nil {
+		return route.Config{}, fmt.Errorf("--routing %s: %w", path, err)
+	}
+	for _, k := range []string{"policy", "seed"} {
+		if _, ok := keys[k]; ok {
+			return route.Config{}, fmt.Errorf("--routing %s: %s is set by --policies and --seed, not the file", path, k)
+		}
+	}
+	rc, err := yamlconf.Decode(b, route.DefaultConfig())
+	if err == nil {
+		err = rc.Validate()
+	}
+	if err != nil {
+		return route.Config{}, fmt.Errorf("--routing %s: %w", path, err)
+	}
+	return rc, nil
 }
 
 // positiveInts parses a list flag of positive integers.

@@ -216,10 +216,10 @@ func TestParseCompareLatencyFlags(t *testing.T) {
 	if cc.Fleet.SimLatency == nil || cc.Fleet.SimLatency.LinearTokPerSec != 15667 || cc.Fleet.SimLatency.StepOverhead != 2*time.Millisecond {
 		t.Errorf("sim latency %+v", cc.Fleet.SimLatency)
 	}
-	if cc.Fleet.CostModel == nil || cc.Fleet.CostModel.LinearTokPerSec != 15700 || cc.Fleet.CostModel.AttentionPerPairNS != 1.31 {
-		t.Errorf("cost model %+v, want the file over the defaults", cc.Fleet.CostModel)
+	if r := cc.Fleet.Routing; r == nil || r.Cost.LinearTokPerSec != 15700 || r.Cost.AttentionPerPairNS != 1.31 || r.SpreadMargin != route.DefaultConfig().SpreadMargin {
+		t.Errorf("routing %+v, want the cost model file over the defaults", r)
 	}
-	if cc, _, _ := parseCompare(nil, io.Discard); cc.Fleet.SimLatency != nil || cc.Fleet.CostModel != nil {
+	if cc, _, _ := parseCompare(nil, io.Discard); cc.Fleet.SimLatency != nil || cc.Fleet.Routing != nil {
 		t.Error("without the flags the fleet still gets a latency model or cost model")
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -236,6 +236,53 @@ func TestParseCompareLatencyFlags(t *testing.T) {
 	} {
 		if _, _, err := parseCompare(tt.args, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("parseCompare(%v) = %v, want an error with %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// --routing reaches the fleet's balancers: its keys over the defaults, with
+// --cost-model's block over its cost_model; policy and seed (set by
+// --policies and --seed), unknown keys and bad values are refused, naming
+// the flag and the key.
+func TestParseCompareRoutingFlag(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	routing := write("routing.yaml", "spread_margin: 0.5\ncost_model:\n  miss_penalty: 0.25\n")
+	cost := write("cost.yaml", "cost_model:\n  linear_tok_per_sec: 15700\n")
+	cc, _, err := parseCompare([]string{"--routing", routing}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := route.DefaultConfig()
+	want.SpreadMargin, want.Cost.MissPenalty = 0.5, 0.25
+	if diff := cmp.Diff(&want, cc.Fleet.Routing); diff != "" {
+		t.Errorf("--routing (-want +got):\n%s", diff)
+	}
+	if cc, _, err = parseCompare([]string{"--routing", routing, "--cost-model", cost}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	want.Cost = route.DefaultCostConfig()
+	want.Cost.LinearTokPerSec = 15700
+	if diff := cmp.Diff(&want, cc.Fleet.Routing); diff != "" {
+		t.Errorf("--routing with --cost-model (-want +got):\n%s", diff)
+	}
+	for _, tt := range []struct{ body, want string }{
+		{"policy: round_robin\n", "policy is set by --policies and --seed"},
+		{"seed: 7\n", "seed is set by --policies and --seed"},
+		{"spread_margn: 0.5\n", "spread_margn"},
+		{"spread_margin: 1.5\n", "spread_margin must be in [0, 1), got 1.5"},
+		{"spread_margin: [\n", "--routing"},
+	} {
+		path := write("bad.yaml", tt.body)
+		if _, _, err := parseCompare([]string{"--routing", path}, io.Discard); err == nil || !strings.Contains(err.Error(), tt.want) ||
+			!strings.Contains(err.Error(), "--routing "+path) {
+			t.Errorf("--routing with %q: %v, want an error naming the file and %q", tt.body, err, tt.want)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/inferrail/inferrail/balancer/route"
 )
 
 // Replica is one simulator and its sidecar.
@@ -238,14 +240,15 @@ func balancerYAML(cfg Config, i, port, admin, gport int, seed string) (string, e
 		sb.WriteString("    tokenizer: builtin:sim\n")
 	}
 	fmt.Fprintf(&sb, "    block_size: %d\n", cfg.BlockSize)
-	if cfg.OverlayTTL != 0 || cfg.CostModel != nil {
-		sb.WriteString("    routing:\n")
-	}
-	if cfg.OverlayTTL != 0 {
-		fmt.Fprintf(&sb, "      overlay:\n        ttl: %s\n", max(cfg.OverlayTTL, 0))
-	}
-	if cfg.CostModel != nil {
-		block, err := costModelYAML(*cfg.CostModel)
+	if cfg.OverlayTTL != 0 || cfg.Routing != nil {
+		rc := route.DefaultConfig()
+		if cfg.Routing != nil {
+			rc = *cfg.Routing
+		}
+		if cfg.OverlayTTL != 0 {
+			rc.Overlay.TTL = max(cfg.OverlayTTL, 0)
+		}
+		block, err := routingYAML(rc)
 		if err != nil {
 			return "", err
 		}

@@ -44,10 +44,11 @@ type Config struct {
 	// step_token_budget) become `inferrail sim` flags; nil keeps the
 	// simulator's defaults. ParseSimLatency reads it from a flag.
 	SimLatency *route.CostConfig
-	// CostModel, when set, is the balancers' models[].routing.cost_model
-	// (e.g. what `inferrail calibrate` printed); nil keeps the policy's
+	// Routing, when set, is the balancers' models[].routing block (e.g. a
+	// spread_margin, or the cost_model `inferrail calibrate` printed) but
+	// its policy and seed, which Policy and Seed set; nil keeps the
 	// defaults.
-	CostModel *route.CostConfig
+	Routing *route.Config
 	// ExactState pushes the fleet's state exchange to its limits so the
 	// balancers see (nearly) the engines' true caches and load with no delay:
 	// the exact-state oracle of docs/perf-model.md#the-exact-state-oracle. Bloom summaries get a
@@ -128,13 +129,20 @@ func (c Config) Validate() error {
 	for _, m := range []struct {
 		name string
 		c    *route.CostConfig
-	}{{"sim_latency", c.SimLatency}, {"cost_model", c.CostModel}} {
+	}{{"sim_latency", c.SimLatency}} {
 		if m.c != nil {
 			rc := route.DefaultConfig()
 			rc.Cost = *m.c
 			if err := rc.Validate(); err != nil {
 				bad("%s: %v", m.name, err)
 			}
+		}
+	}
+	if c.Routing != nil {
+		rc := *c.Routing
+		rc.Policy = c.Policy
+		if err := rc.Validate(); err != nil {
+			bad("routing: %v", err)
 		}
 	}
 	if c.ReadyTimeout <= 0 || c.StopTimeout <= 0 {

@@ -115,16 +115,25 @@ func SimLatencyArgs(c route.CostConfig) []string {
 	}
 }
 
-// costModelYAML returns c as a models[].routing entry's cost_model block,
-// indented for balancerYAML.
-func costModelYAML(c route.CostConfig) (string, error) {
-	b, err := yaml.Marshal(map[string]route.CostConfig{"cost_model": c})
+// routingYAML returns c as a models[].routing block without its policy and
+// seed (the fleet's top-level routing sets them), indented for balancerYAML.
+func routingYAML(c route.Config) (string, error) {
+	b, err := yaml.Marshal(c)
 	if err != nil {
-		return "", fmt.Errorf("cost model: %w", err)
+		return "", fmt.Errorf("routing: %w", err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		return "", fmt.Errorf("routing: %w", err)
+	}
+	delete(m, "policy")
+	delete(m, "seed")
+	if b, err = yaml.Marshal(map[string]any{"routing": m}); err != nil {
+		return "", fmt.Errorf("routing: %w", err)
 	}
 	var sb strings.Builder
 	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		sb.WriteString("      " + line + "\n")
+		sb.WriteString("    " + line + "\n")
 	}
 	return sb.String(), nil
 }

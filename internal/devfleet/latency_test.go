@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/inferrail/inferrail/balancer"
 	"github.com/inferrail/inferrail/balancer/route"
@@ -75,13 +76,16 @@ func TestSimLatencyArgs(t *testing.T) {
 	}
 }
 
-// CostModel reaches the model's routing config exactly, next to the
-// overlay setting; nothing else changes.
-func TestBalancerYAMLCostModel(t *testing.T) {
-	cost := route.DefaultCostConfig()
-	cost.LinearTokPerSec, cost.StepOverhead, cost.AttentionPerPairNS = 15700, 1990*time.Microsecond, 3.065
+// Routing reaches the model's routing config exactly (its cost_model and
+// top-level keys alike), with the overlay setting over it and the policy
+// and seed left to the fleet's top-level routing.
+func TestBalancerYAMLRouting(t *testing.T) {
+	rc := route.DefaultConfig()
+	rc.Cost.LinearTokPerSec, rc.Cost.StepOverhead, rc.Cost.AttentionPerPairNS = 15700, 1990*time.Microsecond, 3.065
+	rc.SpreadMargin, rc.TieMargin = 0.5, 0.07
+	rc.Policy, rc.Seed = route.PolicyRoundRobin, 99 // not written: the fleet's Policy and Seed are
 	cfg := DefaultConfig()
-	cfg.CostModel = &cost
+	cfg.Routing = &rc
 	cfg.OverlayTTL = time.Second
 	path := filepath.Join(t.TempDir(), "b.yaml")
 	if err := os.WriteFile(path, []byte(mustBalancerYAML(t, cfg, 0, 18080, 19090, 17946, "127.0.0.1:7000")), 0o644); err != nil {
@@ -94,16 +98,24 @@ func TestBalancerYAMLCostModel(t *testing.T) {
 	if err := bc.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(cost, bc.Models[0].Routing.Cost); diff != "" {
-		t.Errorf("cost_model (-want +got):\n%s", diff)
+	want := rc
+	want.Overlay.TTL = time.Second
+	if diff := cmp.Diff(want, bc.Models[0].Routing, cmpopts.IgnoreFields(route.Config{}, "Policy", "Seed")); diff != "" {
+		t.Errorf("routing (-want +got):\n%s", diff)
 	}
-	if bc.Models[0].Routing.Overlay.TTL != time.Second {
-		t.Errorf("overlay ttl %v, want 1s", bc.Models[0].Routing.Overlay.TTL)
+	if p := bc.Models[0].Routing.Policy; p != "" {
+		t.Errorf("the model names policy %q; want the fleet's default_policy (%s)", p, cfg.Policy)
 	}
-	bad := cost
-	bad.LinearTokPerSec = 0
-	cfg.CostModel = &bad
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "cost_model: cost_model.linear_tok_per_sec") {
-		t.Errorf("Validate() = %v, want the bad cost model named", err)
+	if bc.Routing.DefaultPolicy != cfg.Policy || bc.Routing.Seed != cfg.Seed {
+		t.Errorf("routing default_policy %q seed %d, want the fleet's %q and %d", bc.Routing.DefaultPolicy, bc.Routing.Seed, cfg.Policy, cfg.Seed)
+	}
+	bad := rc
+	bad.Cost.LinearTokPerSec, bad.SpreadMargin = 0, -1
+	cfg.Routing = &bad
+	err = cfg.Validate()
+	for _, want := range []string{"routing: ", "cost_model.linear_tok_per_sec", "spread_margin"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want %q named", err, want)
+		}
 	}
 }
