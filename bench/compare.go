@@ -390,9 +390,9 @@ func compareOne(ctx context.Context, cc CompareConfig, info RunInfo, label strin
 	res.Repetition = rep
 	res.Run = info
 	if rc := cc.Fleet.Routing; rc != nil && info.Kind != KindBaseline {
-		r := *rc
-		r.Policy, r.Seed = fc.Policy, fc.Seed
-		res.Routing = &r
+		if res.Routing, err = devfleet.RoutingKeys(*rc); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"time"
-
-	"github.com/inferrail/inferrail/balancer/route"
 )
 
 // Result is one run: its configuration, workload, records and summary. It is
@@ -18,11 +16,11 @@ type Result struct {
 	Repetition int `json:"repetition"`
 	// Run says what a compared run was (zero for a single bench run).
 	Run RunInfo `json:"run"`
-	// Routing is the routing block the compared run's balancers had in
-	// place of the defaults (bench compare --routing, --cost-model), with
-	// the fleet's policy and seed (each balancer mixes its name into the
-	// seed); nil: the defaults, or no balancer (nginx).
-	Routing *route.Config `json:"routing,omitempty"`
+	// Routing is the models[].routing block the compared run's balancers
+	// had in place of the defaults (bench compare --routing, --cost-model),
+	// by its config keys, without the policy (Run's) and seed; nil: the
+	// defaults, or no balancer (nginx).
+	Routing map[string]any `json:"routing,omitempty"`
 	// Elapsed is the wall time of the run.
 	Elapsed time.Duration `json:"elapsed_ns"`
 	Summary Summary       `json:"summary"`

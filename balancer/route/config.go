@@ -186,7 +186,7 @@ func DefaultConfig() Config {
 		LoadFactor:   2,
 		MinLoadBound: 8,
 		TieMargin:    0.05,
-		SpreadMargin: 0.25,
+		SpreadMargin: 0.5,
 		KVAware:      KVAwareConfig{PrefixWeight: 2, LoadWeight: 1, KVUsageWeight: 1},
 		Cost:         DefaultCostConfig(),
 		Overlay:      OverlayConfig{TTL: 10 * time.Second, TextTTL: 2 * time.Minute, Settle: time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32},

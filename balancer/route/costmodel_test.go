@@ -291,7 +291,9 @@ func TestCostModelWaitsForMemory(t *testing.T) {
 // the longest queue is charged the longest wait for memory, not none: with
 // none (its wait was +Inf beyond what all in flight free, and a replica
 // without an estimate was charged nothing) it drew every request, W6 at
-// 135/s sent runs of up to 91 to one replica.
+// 135/s sent runs of up to 91 to one replica. The scores alone (no
+// rotation) never pick it; with the default rotation, whose margin takes
+// in its score, it gets no more than its turn.
 func TestCostModelOverloadChargesTheLongestQueueForMemory(t *testing.T) {
 	cs := cands(4)
 	withCapacity(cs, 4096) // 65,536 tokens of 16
@@ -308,9 +310,21 @@ func TestCostModelOverloadChargesTheLongestQueueForMemory(t *testing.T) {
 			cs[i].Own.OutputReserve.Add(64)
 		}
 	}
-	p := newPolicy(t, PolicyCostModel, nil)
 	r := req(prompt(7100, 7100, 0, 64))
 	r.OutputTokens = 64
+	rotating := newPolicy(t, PolicyCostModel, nil)
+	turns := 0
+	for i := range 8 {
+		ri := req(prompt(uint32(7200+i), uint32(7200+i), 0, 64))
+		ri.OutputTokens = 64
+		if got, _ := mustPick(t, rotating, ri, cs); got == 3 {
+			turns++
+		}
+	}
+	if turns > 2 {
+		t.Errorf("the replica with the longest queue got %d of 8 picks, more than its turn", turns)
+	}
+	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.SpreadMargin = 0 })
 	got, d := mustPick(t, p, r, cs)
 	if got == 3 {
 		t.Errorf("picked the replica with the longest queue (%q, TTFTs %v, memory waits %v)", d.Reason, d.TTFTs, d.MemoryWaits)

@@ -115,20 +115,32 @@ func SimLatencyArgs(c route.CostConfig) []string {
 	}
 }
 
-// routingYAML returns c as a models[].routing block without its policy and
-// seed (the fleet's top-level routing sets them), indented for balancerYAML.
-func routingYAML(c route.Config) (string, error) {
+// RoutingKeys returns c's keys as a models[].routing block spells them
+// (durations as "500ms"), without its policy and seed: what a balancer of
+// the fleet gets besides the fleet's policy and seed (Config.Routing).
+func RoutingKeys(c route.Config) (map[string]any, error) {
 	b, err := yaml.Marshal(c)
 	if err != nil {
-		return "", fmt.Errorf("routing: %w", err)
+		return nil, fmt.Errorf("routing: %w", err)
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal(b, &m); err != nil {
-		return "", fmt.Errorf("routing: %w", err)
+		return nil, fmt.Errorf("routing: %w", err)
 	}
 	delete(m, "policy")
 	delete(m, "seed")
-	if b, err = yaml.Marshal(map[string]any{"routing": m}); err != nil {
+	return m, nil
+}
+
+// routingYAML returns c as a models[].routing block without its policy and
+// seed (the fleet's top-level routing sets them), indented for balancerYAML.
+func routingYAML(c route.Config) (string, error) {
+	m, err := RoutingKeys(c)
+	if err != nil {
+		return "", err
+	}
+	b, err := yaml.Marshal(map[string]any{"routing": m})
+	if err != nil {
 		return "", fmt.Errorf("routing: %w", err)
 	}
 	var sb strings.Builder

@@ -119,3 +119,25 @@ func TestBalancerYAMLRouting(t *testing.T) {
 		}
 	}
 }
+
+// RoutingKeys spells a routing block as its config file does (what bench
+// results record): the YAML keys, durations as strings, no policy or seed.
+func TestRoutingKeys(t *testing.T) {
+	rc := route.DefaultConfig()
+	rc.SpreadMargin, rc.Cost.HotPrefixQueueWait = 0.5, 250*time.Millisecond
+	m, err := RoutingKeys(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["spread_margin"] != 0.5 {
+		t.Errorf("spread_margin = %v, want 0.5", m["spread_margin"])
+	}
+	if cm, _ := m["cost_model"].(map[string]any); cm == nil || cm["hot_prefix_queue_wait"] != "250ms" {
+		t.Errorf("cost_model = %v, want hot_prefix_queue_wait 250ms", m["cost_model"])
+	}
+	for _, k := range []string{"policy", "seed"} {
+		if _, ok := m[k]; ok {
+			t.Errorf("the keys hold %s", k)
+		}
+	}
+}
