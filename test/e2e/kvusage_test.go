@@ -25,23 +25,54 @@ type kuStatus struct {
 	KVCapacityTokens  int64     `json:"kv_capacity_tokens"`
 }
 
-// kuSimKV returns the simulator's KV memory in use, in tokens, now (GET
-// /inferrail/debug/load).
-func kuSimKV(t *testing.T, sim *scSim) float64 {
+// kuSimEngine is the simulator's engine state now (GET
+// /inferrail/debug/load), the parts these tests read.
+type kuSimEngine struct {
+	KVUsage      float64
+	TotalBlocks  int
+	CachedBlocks int64
+}
+
+func kuSim(t *testing.T, sim *scSim) kuSimEngine {
 	t.Helper()
 	var body struct {
 		Ranks []struct {
-			Engine struct {
-				KVUsage     float64
-				TotalBlocks int
-			} `json:"engine"`
+			Engine kuSimEngine `json:"engine"`
 		} `json:"ranks"`
 	}
 	if err := scGetJSON(sim.url+"/inferrail/debug/load", &body); err != nil || len(body.Ranks) != 1 {
 		t.Fatalf("sim load: %v (%d ranks)", err, len(body.Ranks))
 	}
-	e := body.Ranks[0].Engine
+	return body.Ranks[0].Engine
+}
+
+// kuSimKV returns the simulator's KV memory in use, in tokens, now.
+func kuSimKV(t *testing.T, sim *scSim) float64 {
+	e := kuSim(t, sim)
 	return e.KVUsage * float64(e.TotalBlocks) * 16
+}
+
+// kuReport sends a non-streaming completion of prompt through the sidecar
+// as balancer origin and returns the load report of its response.
+func kuReport(t *testing.T, sc *scSidecar, origin, prompt string) load.Report {
+	t.Helper()
+	body := fmt.Sprintf(`{"model":"e2e-model","prompt":%q,"max_tokens":1}`, prompt)
+	req, _ := http.NewRequest(http.MethodPost, sc.data+"/v1/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(load.Origin, origin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("request: %s", resp.Status)
+	}
+	r, _, err := load.ParseHeader(resp.Header.Get(load.Header))
+	if err != nil {
+		t.Fatalf("the response's load report: %v", err)
+	}
+	return r
 }
 
 // TestKVUsageBetweenScrapes checks, through the real binaries, that the KV
@@ -93,19 +124,7 @@ func TestKVUsageBetweenScrapes(t *testing.T) {
 	}
 
 	// A fourth request's report, as a balancer reads it.
-	req, _ := http.NewRequest(http.MethodPost, sc.data+"/v1/completions",
-		strings.NewReader(`{"model":"e2e-model","prompt":"a short question","max_tokens":1}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(load.Origin, "bal-kv")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	report, _, err := load.ParseHeader(resp.Header.Get(load.Header))
-	if err != nil {
-		t.Fatalf("the response's load report: %v", err)
-	}
+	report := kuReport(t, sc, "bal-kv", "a short question")
 	engineKV := kuSimKV(t, sim)
 	var now kuStatus
 	if err := scGetJSON(sc.admin+"/v1/load", &now); err != nil {
@@ -136,21 +155,6 @@ func TestKVUsageBetweenScrapes(t *testing.T) {
 	}
 }
 
-// kuSimCached returns the blocks the simulator's prefix cache holds now
-// (GET /inferrail/debug/load).
-func kuSimCached(t *testing.T, sim *scSim) int64 {
-	t.Helper()
-	var body struct {
-		Ranks []struct {
-			Engine struct{ CachedBlocks int64 } `json:"engine"`
-		} `json:"ranks"`
-	}
-	if err := scGetJSON(sim.url+"/inferrail/debug/load", &body); err != nil || len(body.Ranks) != 1 {
-		t.Fatalf("sim load: %v (%d ranks)", err, len(body.Ranks))
-	}
-	return body.Ranks[0].Engine.CachedBlocks
-}
-
 // TestBlocksHeldReported checks, through the real binaries, that the load
 // report a sidecar returns to its balancers counts the blocks its engine
 // holds in KV memory (the cached contexts of finished requests included,
@@ -161,26 +165,7 @@ func TestBlocksHeldReported(t *testing.T) {
 	bin := scBuild(t)
 	sim := btStartSim(t, bin, "sim-held", 4096)
 	sc := scStartSidecar(t, bin, sim.url, sim.pub, sim.replay, "--model", "e2e-model")
-	send := func(prompt string) load.Report {
-		t.Helper()
-		body := fmt.Sprintf(`{"model":"e2e-model","prompt":%q,"max_tokens":1}`, prompt)
-		req, _ := http.NewRequest(http.MethodPost, sc.data+"/v1/completions", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(load.Origin, "bal-held")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("request: %s", resp.Status)
-		}
-		r, _, err := load.ParseHeader(resp.Header.Get(load.Header))
-		if err != nil {
-			t.Fatalf("the response's load report: %v", err)
-		}
-		return r
-	}
+	send := func(prompt string) load.Report { return kuReport(t, sc, "bal-held", prompt) }
 	prompts := make([]string, 3)
 	for i := range prompts {
 		prompts[i] = fmt.Sprintf("context %d: %s", i, strings.Repeat(fmt.Sprintf("words %d of a prompt kept in the prefix cache. ", i), 150))
@@ -188,7 +173,7 @@ func TestBlocksHeldReported(t *testing.T) {
 	}
 	// The requests ended: the engine holds their blocks as cached contexts,
 	// with nothing running.
-	cached := kuSimCached(t, sim)
+	cached := kuSim(t, sim).CachedBlocks
 	if cached < 3*100 {
 		t.Fatalf("the engine holds %d blocks after three prompts of about 1,500 tokens each", cached)
 	}
@@ -209,7 +194,7 @@ func TestBlocksHeldReported(t *testing.T) {
 	})
 	// A repeated prompt adds no block; its response reports them all.
 	r := send(prompts[0])
-	if got := kuSimCached(t, sim); got != cached {
+	if got := kuSim(t, sim).CachedBlocks; got != cached {
 		t.Fatalf("the repeated prompt changed the engine's cache: %d blocks, then %d", cached, got)
 	}
 	if r.HeldBlocks != cached {
