@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/lru"
@@ -32,6 +33,9 @@ type approxSet struct {
 	onEvict  func(n int)
 	added    []kvblock.Hash // scratch
 	removed  []kvblock.Hash // scratch
+	// held is blocks.Len(), stored after every change under mu, so that
+	// Len (read for every response's load report) takes no lock.
+	held atomic.Int64
 }
 
 // newApproxSet returns an empty set of the given capacity in blocks. sink and
@@ -77,9 +81,11 @@ func (a *approxSet) evictLocked() {
 	}
 }
 
-// flushLocked reports the changes collected in the scratch slices. A block
+// flushLocked stores the count (Len) and reports the changes collected in
+// the scratch slices. A block
 // added and evicted within one call is reported as both, in that order.
 func (a *approxSet) flushLocked() {
+	a.held.Store(int64(a.blocks.Len()))
 	if a.sink == nil {
 		return
 	}
@@ -102,12 +108,8 @@ func (a *approxSet) setCapacity(n int) {
 	a.flushLocked()
 }
 
-// Len returns the number of blocks held.
-func (a *approxSet) Len() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.blocks.Len()
-}
+// Len returns the number of blocks held; it takes no lock.
+func (a *approxSet) Len() int { return int(a.held.Load()) }
 
 // Blocks returns the blocks held, most recently used first.
 func (a *approxSet) Blocks() []kvblock.Hash {
@@ -160,4 +162,5 @@ func (a *approxSet) clearLocked() {
 	// A new list, not Clear: the old one's storage is not kept for a set
 	// that may never fill again (disable).
 	a.blocks = lru.New[kvblock.Hash, struct{}](0)
+	a.held.Store(0)
 }
