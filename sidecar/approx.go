@@ -82,8 +82,8 @@ func (a *approxSet) evictLocked() {
 }
 
 // flushLocked stores the count (Len) and reports the changes collected in
-// the scratch slices. A block
-// added and evicted within one call is reported as both, in that order.
+// the scratch slices. A block added and evicted within one call is reported
+// as both, in that order.
 func (a *approxSet) flushLocked() {
 	a.held.Store(int64(a.blocks.Len()))
 	if a.sink == nil {

@@ -126,16 +126,11 @@ func (c Config) Validate() error {
 	if c.CacheBlocks < 0 || c.BlockSize <= 0 {
 		bad("cache_blocks must be >= 0 and block_size > 0, got %d and %d", c.CacheBlocks, c.BlockSize)
 	}
-	for _, m := range []struct {
-		name string
-		c    *route.CostConfig
-	}{{"sim_latency", c.SimLatency}} {
-		if m.c != nil {
-			rc := route.DefaultConfig()
-			rc.Cost = *m.c
-			if err := rc.Validate(); err != nil {
-				bad("%s: %v", m.name, err)
-			}
+	if c.SimLatency != nil {
+		rc := route.DefaultConfig()
+		rc.Cost = *c.SimLatency
+		if err := rc.Validate(); err != nil {
+			bad("sim_latency: %v", err)
 		}
 	}
 	if c.Routing != nil {
