@@ -17,6 +17,9 @@ const (
 	msgSummary  byte = 0x11
 	msgResync   byte = 0x12
 	msgLeave    byte = 0x13
+	// msgPlacements carries a balancer's recent placements to the other
+	// balancers; its body is the balancer's (see Node.SendPlacements).
+	msgPlacements byte = 0x14
 	// wireVersion is the second byte of every message.
 	wireVersion byte = 1
 	// maxNameLen bounds node names on the wire.
@@ -164,7 +167,7 @@ func decodeHeader(b []byte) (h header, body []byte, err error) {
 	}
 	h.typ = b[0]
 	switch h.typ {
-	case msgAnnounce, msgSummary, msgResync, msgLeave:
+	case msgAnnounce, msgSummary, msgResync, msgLeave, msgPlacements:
 	default:
 		return h, nil, fmt.Errorf("%w: unknown type 0x%02x", ErrMalformed, h.typ)
 	}

@@ -21,6 +21,8 @@ func typeName(t byte) string {
 		return "resync"
 	case msgLeave:
 		return "leave"
+	case msgPlacements:
+		return "placements"
 	default:
 		return "unknown"
 	}
@@ -233,6 +235,16 @@ func (n *Node) handle(b []byte, now time.Time) {
 		n.queueSnapshot(h.from, false)
 	case msgLeave:
 		m.p.leavingAt.Store(now.UnixNano())
+	case msgPlacements:
+		if m.Meta.Role != RoleBalancer || n.cfg.Role != RoleBalancer {
+			n.reject("wrong_role", h.from, nil)
+			return
+		}
+		if f := n.onPlacements.Load(); f != nil {
+			if err := (*f)(h.from, body, now); err != nil {
+				n.reject("malformed", h.from, err)
+			}
+		}
 	}
 }
 

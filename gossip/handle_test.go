@@ -52,6 +52,8 @@ func TestHandleRejects(t *testing.T) {
 		{name: "resync from an observer", node: side, msg: marshalResync("obs"), reason: "wrong_role"},
 		{name: "truncated announcement", node: bal, msg: ann("side")[:12], reason: "malformed"},
 		{name: "bad summary body", node: bal, msg: marshalSummary("side", []byte{9, 9}), reason: "malformed"},
+		{name: "placements from a sidecar", node: bal, msg: append(appendHeader(nil, msgPlacements, "side"), 1), reason: "wrong_role"},
+		{name: "placements to a sidecar", node: side, msg: append(appendHeader(nil, msgPlacements, "bal"), 1), reason: "wrong_role"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -55,6 +55,9 @@ type Node struct {
 
 	inbox chan []byte
 
+	// onPlacements handles another balancer's placements (nil: dropped).
+	onPlacements atomic.Pointer[func(from string, body []byte, now time.Time) error]
+
 	snapMu      sync.Mutex           // protects snapPending
 	snapPending map[string]bool      // node name → forced (new epoch)
 	snapWake    chan struct{}        // signals the snapshot sender
