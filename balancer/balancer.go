@@ -40,6 +40,9 @@ type Balancer struct {
 	gather prometheus.Gatherer
 	m      *metrics
 	node   *gossip.Node // nil: gossip disabled
+	// sharer sends the policies' placements to the other balancers (nil:
+	// gossip disabled).
+	sharer *placementSharer
 	// name is the balancer's identity: its gossip node name, which its
 	// requests carry to sidecars (load.Origin) and which seeds its
 	// policies' randomness apart from other balancers'.
@@ -117,6 +120,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 			return nil, err
 		}
 		src = b.node.Peers()
+		b.sharer = newPlacementSharer(b.node.SendPlacements, log.With("component", "share"), b.m)
+		b.shareModels(l.models)
+		b.node.SetPlacementHandler(b.learnPlacements)
 	}
 	b.ui = webui.New(webui.Info{Role: "balancer", Name: b.name, Version: buildinfo.Version(), Gossip: b.node != nil},
 		webui.GathererTotals(b.gather, "inferrail_balancer_requests_total", "inferrail_balancer_ttft_seconds",
@@ -276,6 +282,7 @@ func (b *Balancer) Run(ctx context.Context) error {
 	g.Go(func() error { return named("decision log", b.decisions.Run(logCtx)) })
 	if b.node != nil {
 		g.Go(func() error { return named("gossip", b.node.Run(nodeCtx)) })
+		g.Go(func() error { b.sharer.run(nodeCtx.Done()); return nil })
 	}
 	if b.cache != nil {
 		g.Go(func() error { return named("response cache", b.cache.Run(fctx)) })

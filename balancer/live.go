@@ -43,6 +43,8 @@ func (b *Balancer) buildLive(cfg *Config, prev *live) (*live, error) {
 		return nil, err
 	}
 	ms.onForget = b.m.forgetModel
+	ms.onPolicy = b.sharePolicy
+	b.shareModels(ms)
 	l := &live{cfg: cfg, models: ms}
 	redis := cfg.Gateway.RateLimits.Redis
 	if prev != nil && reflect.DeepEqual(prev.cfg.Gateway.RateLimits.Redis, redis) {

@@ -54,7 +54,9 @@ type metrics struct {
 	retries      *prometheus.CounterVec
 	fallback     *prometheus.CounterVec
 	loadReports  *prometheus.CounterVec
-	inFlight     prometheus.Gauge
+	// sharedPlacements counts placements shared between balancers.
+	sharedPlacements *prometheus.CounterVec
+	inFlight         prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -108,6 +110,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "inferrail_balancer_load_reports_total",
 			Help: "Load reports (endpoint-load-metrics) read from sidecar responses, by result: ok or malformed.",
 		}, []string{"result"}),
+		sharedPlacements: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "inferrail_balancer_shared_placements_total",
+			Help: "Placements and settlings shared with the other balancers over the gossip, by result: sent, dropped (the send queue was full), learned (another balancer's, recorded), unknown_model (another balancer's, for a model this one does not route).",
+		}, []string{"result"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "inferrail_balancer_in_flight_requests",
 			Help: "Client requests being handled.",
@@ -115,7 +121,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.ttft, m.decision, m.reasons, m.promptTokens, m.cachedTokens,
-			m.unpredicted, m.textPrefix, m.retries, m.fallback, m.loadReports, m.inFlight)
+			m.unpredicted, m.textPrefix, m.retries, m.fallback, m.loadReports, m.sharedPlacements, m.inFlight)
 	}
 	return m
 }

@@ -46,6 +46,9 @@ type models struct {
 	// onForget is called (under mu) with the name of a forgotten
 	// automatic model (nil: nothing to do).
 	onForget func(name string)
+	// onPolicy is called (under mu) with an automatic model's new policy
+	// (nil: nothing to do).
+	onPolicy func(name string, p route.Policy)
 }
 
 // newModelsReusing builds the models of cfg. A model of old (nil: none)
@@ -161,7 +164,24 @@ func (ms *models) lookup(name string, snap *fleet.Snapshot) *model {
 	}
 	m.cfg, m.policy = mc, pol
 	ms.auto[name] = m
+	if ms.onPolicy != nil {
+		ms.onPolicy(name, pol)
+	}
 	return m
+}
+
+// policyOf returns the policy of the configured or automatic model named
+// name (not an alias), or nil.
+func (ms *models) policyOf(name string) route.Policy {
+	if m := ms.configured(name); m != nil {
+		return m.policy
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if m := ms.auto[name]; m != nil {
+		return m.policy
+	}
+	return nil
 }
 
 // Reasons a request is routed without a prediction, besides the pool's

@@ -153,6 +153,13 @@ type OverlayConfig struct {
 	// MaxPoints of them.
 	Stride    int `yaml:"stride"`
 	MaxPoints int `yaml:"max_points"`
+	// Share sends cost_model's and kv_aware's placements (and their
+	// settling) to the other balancers over the gossip, which record them
+	// in their overlays, so a prefix one balancer just placed is predicted
+	// on its replica by all of them before its summary shows it
+	// (docs/routing.md#placements-shared-between-balancers). The peer
+	// baselines keep their overlays to themselves, as published.
+	Share bool `yaml:"share"`
 }
 
 // DefaultCostConfig returns the Llama-3.1-8B on one H100 constants of
@@ -189,7 +196,7 @@ func DefaultConfig() Config {
 		SpreadMargin: 0.5,
 		KVAware:      KVAwareConfig{PrefixWeight: 2, LoadWeight: 1, KVUsageWeight: 1},
 		Cost:         DefaultCostConfig(),
-		Overlay:      OverlayConfig{TTL: 10 * time.Second, TextTTL: 2 * time.Minute, Settle: time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32},
+		Overlay:      OverlayConfig{TTL: 10 * time.Second, TextTTL: 2 * time.Minute, Settle: time.Second, Slots: 1 << 16, Stride: 8, MaxPoints: 32, Share: true},
 		Baselines:    DefaultBaselinesConfig(),
 	}
 }

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"iter"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,9 @@ type Overlay struct {
 	stride       int
 	maxPoints    int
 	prefixBlocks int
+	// sink receives this balancer's placements and settlings to send to
+	// the other balancers (nil: not shared; ShareTo sets it).
+	sink atomic.Pointer[func(Shared)]
 }
 
 type slot struct {
@@ -73,11 +77,14 @@ func NewOverlay(cfg OverlayConfig, prefixBlocks int) *Overlay {
 // when req's hashes are a text prefix identity, which no summary can confirm
 // (nor Settle shorten).
 func (o *Overlay) place(req *Request, replica uint64, now time.Time) {
-	ttl := o.ttl
+	ttl, kind := o.ttl, SharedPlace
 	if req.TextPrefix {
-		ttl = o.textTTL
+		ttl, kind = o.textTTL, SharedPlaceText
 	}
 	o.record(req.Hashes, replica, now, ttl)
+	if ttl > 0 {
+		o.share(Shared{Kind: kind, Replica: replica}, req.Hashes)
+	}
 }
 
 // Settle shortens the placements of this prompt on replicaID to expire at
@@ -92,14 +99,10 @@ func (o *Overlay) Settle(hashes []kvblock.Hash, replicaID string, now time.Time)
 		return
 	}
 	replica, exp := hashID(replicaID), now.UnixNano()+o.settle
-	stride := o.strideFor(n)
-	o.shorten(hashes[n-1], replica, exp)
-	for b := stride; b < n; b += stride {
+	for b := range o.grid(n) {
 		o.shorten(hashes[b-1], replica, exp)
 	}
-	if p := o.prefixBlocks; p < n && p%stride != 0 {
-		o.shorten(hashes[p-1], replica, exp)
-	}
+	o.share(Shared{Kind: SharedSettle, Replica: replica}, hashes)
 }
 
 // shorten lowers the expiry of h's entry on replica to exp, if it is later.
@@ -128,33 +131,39 @@ func (o *Overlay) record(hashes []kvblock.Hash, replica uint64, now time.Time, t
 	}
 	t := now.UnixNano()
 	exp := t + ttl
-	stride := o.strideFor(n)
-	o.store(hashes[n-1], replica, n, exp, t)
-	for b := stride; b < n; b += stride {
+	for b := range o.grid(n) {
 		o.store(hashes[b-1], replica, b, exp, t)
-	}
-	if p := o.prefixBlocks; p < n && p%stride != 0 {
-		o.store(hashes[p-1], replica, p, exp, t)
 	}
 }
 
 // lookup appends to dst, per replica, the longest live remembered prefix of
 // hashes.
 func (o *Overlay) lookup(hashes []kvblock.Hash, now time.Time, dst []overlayHit) []overlayHit {
-	n := len(hashes)
-	if n == 0 {
-		return dst
-	}
 	t := now.UnixNano()
-	stride := o.strideFor(n)
-	dst = o.probe(dst, hashes[n-1], n, t)
-	for b := stride; b < n; b += stride {
+	for b := range o.grid(len(hashes)) {
 		dst = o.probe(dst, hashes[b-1], b, t)
 	}
-	if p := o.prefixBlocks; p < n && p%stride != 0 {
-		dst = o.probe(dst, hashes[p-1], p, t)
-	}
 	return dst
+}
+
+// grid yields the prefix lengths, in blocks, a prompt of n blocks is
+// remembered at: n, every multiple of its stride below n, and PrefixBlocks
+// when it is below n and off the grid.
+func (o *Overlay) grid(n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if n <= 0 || !yield(n) {
+			return
+		}
+		stride := o.strideFor(n)
+		for b := stride; b < n; b += stride {
+			if !yield(b) {
+				return
+			}
+		}
+		if p := o.prefixBlocks; p < n && p%stride != 0 {
+			yield(p)
+		}
+	}
 }
 
 // strideFor returns the grid stride for a prompt of n blocks: Stride doubled

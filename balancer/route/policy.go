@@ -186,6 +186,7 @@ func New(cfg Config) (Policy, error) {
 	}
 	if cfg.Overlay.TTL > 0 || cfg.Overlay.TextTTL > 0 {
 		b.overlay = NewOverlay(cfg.Overlay, cfg.PrefixBlocks)
+		b.shares = cfg.Overlay.Share && (cfg.Policy == PolicyCostModel || cfg.Policy == PolicyKVAware)
 	}
 	switch cfg.Policy {
 	case PolicyKVAware:
@@ -218,6 +219,9 @@ type base struct {
 	cfg     Config
 	rng     rng
 	overlay *Overlay // nil: none
+	// shares reports whether the overlay's placements go to the other
+	// balancers (Sharer).
+	shares bool
 }
 
 // overlayOf returns the policy's overlay (nil: none; the tests read it).
