@@ -139,7 +139,7 @@ func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *s
 				sc.exclude = append(sc.exclude, i)
 			}
 		}
-		idx, d, err := b.decide(rq, set, now, prep, sc)
+		idx, d, ticket, ok, err := b.pick(rq, set, now, prep, sc, 1)
 		if err != nil {
 			if errors.Is(err, route.ErrAllFull) || (errors.Is(err, route.ErrNoCandidate) && len(sc.full) > 0) {
 				return nil, outcomeShed, openai.StatusError(http.StatusTooManyRequests,
@@ -151,8 +151,6 @@ func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *s
 			return nil, outcomeNoReplica, openai.Unavailable("no healthy replica serves %s", m.cfg.Name)
 		}
 		rep := set.Replicas[idx]
-		b.recordDecision(rq, set, sc, idx, 1, d, now)
-		ticket, ok := rep.TryAcquire(d.UncachedTokens, rq.outputReserve())
 		if !ok {
 			sc.full = append(sc.full, rep) // lost a race for its last slot
 			continue

@@ -183,6 +183,27 @@ func (b *Balancer) decide(rq *request, set *fleet.ModelSet, now time.Time, prep 
 	return idx, d, err
 }
 
+// pick decides rq's replica (decide) and leases it as one step, under the
+// model's pick lock, and records the decision: requests routed at one
+// instant by this balancer then see each other's leases. Without the lock
+// two long prompts decided concurrently both saw the same replica idle and
+// queued there, one behind the other, while another replica idled. ok is
+// false when the replica lost its last slot between the candidates'
+// snapshot and the lease (the caller picks again without it).
+func (b *Balancer) pick(rq *request, set *fleet.ModelSet, now time.Time, prep route.PreparedPrompt, sc *scratch, attempt int) (idx int, d route.Decision, ticket route.Ticket, ok bool, err error) {
+	m := rq.model
+	m.pickMu.Lock()
+	idx, d, err = b.decide(rq, set, now, prep, sc)
+	if err == nil {
+		ticket, ok = set.Replicas[idx].TryAcquire(d.UncachedTokens, rq.outputReserve())
+	}
+	m.pickMu.Unlock()
+	if err == nil {
+		b.recordDecision(rq, set, sc, idx, attempt, d, now)
+	}
+	return idx, d, ticket, ok, err
+}
+
 // attempts picks a replica and proxies the request, moving it to another
 // replica only before its first response byte, within timeouts.route.
 func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request, sc *scratch) {
@@ -225,7 +246,7 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 				sc.exclude = append(sc.exclude, i)
 			}
 		}
-		idx, d, err := b.decide(rq, set, now, prep, sc)
+		idx, d, ticket, ok, err := b.pick(rq, set, now, prep, sc, attempt+1)
 		if err != nil && len(sc.tried) > 0 {
 			// Every other replica is out: untried ones go first, then
 			// the tried ones again.
@@ -254,8 +275,6 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			break
 		}
 		rep := set.Replicas[idx]
-		b.recordDecision(rq, set, sc, idx, attempt+1, d, now)
-		ticket, ok := rep.TryAcquire(d.UncachedTokens, rq.outputReserve())
 		if !ok {
 			// Lost a race for its last slot: pick again without it.
 			sc.full = append(sc.full, rep)

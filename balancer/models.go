@@ -28,6 +28,8 @@ type model struct {
 	// adapter the base model's name and the adapter's, as the engine and
 	// the sidecar hash them; base "" means cfg.Name, no adapter.
 	base, lora string
+	// pickMu makes a pick and its lease one step (Balancer.pick).
+	pickMu sync.Mutex
 }
 
 // models resolves request model names: configured models and aliases are
