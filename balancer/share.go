@@ -196,8 +196,8 @@ func (p *placementSharer) send(buf []byte, recs []sharedRef) {
 	for i := 0; i < len(recs); {
 		model := recs[i].model
 		// The records of this group that fit the message.
-		head := binary.AppendUvarint(nil, uint64(len(model)))
-		size := len(msg) + len(head) + len(model) + binary.MaxVarintLen16
+		var head [binary.MaxVarintLen64]byte
+		size := len(msg) + binary.PutUvarint(head[:], uint64(len(model))) + len(model) + binary.MaxVarintLen16
 		j := i
 		for j < len(recs) && recs[j].model == model && size+recs[j].end-recs[j].start <= gossip.MaxPlacementsBytes {
 			size += recs[j].end - recs[j].start
