@@ -20,19 +20,26 @@ type spExplain struct {
 	} `json:"candidates"`
 }
 
-func spExplainOf(t *testing.T, b *btBalancer, prompt string) spExplain {
+// btExplain decodes b's POST /v1/explain answer for a completions request
+// with prompt into out (explain sends nothing upstream).
+func btExplain(t *testing.T, b *btBalancer, prompt string, maxTokens int, out any) {
 	t.Helper()
-	body := fmt.Sprintf(`{"model":"e2e-model","prompt":%q,"max_tokens":1}`, prompt)
+	body := fmt.Sprintf(`{"model":"e2e-model","prompt":%q,"max_tokens":%d}`, prompt, maxTokens)
 	resp, err := http.Post(b.admin+"/v1/explain?route=completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var ex spExplain
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &ex) != nil {
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, out) != nil {
 		t.Fatalf("explain: %s %s", resp.Status, raw)
 	}
+}
+
+func spExplainOf(t *testing.T, b *btBalancer, prompt string) spExplain {
+	t.Helper()
+	var ex spExplain
+	btExplain(t, b, prompt, 1, &ex)
 	return ex
 }
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,17 +23,11 @@ type skCandidate struct {
 // from POST /v1/explain (which sends nothing upstream).
 func skExplain(t *testing.T, b *btBalancer) skCandidate {
 	t.Helper()
-	resp, err := http.Post(b.admin+"/v1/explain", "application/json",
-		strings.NewReader(`{"model":"e2e-model","prompt":"a question to explain","max_tokens":4}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var ex struct {
 		Candidates []skCandidate `json:"candidates"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&ex); err != nil || resp.StatusCode != http.StatusOK || len(ex.Candidates) != 1 {
-		t.Fatalf("explain: %s, %v, %+v", resp.Status, err, ex)
+	if btExplain(t, b, "a question to explain", 4, &ex); len(ex.Candidates) != 1 {
+		t.Fatalf("explain: %+v", ex)
 	}
 	return ex.Candidates[0]
 }
