@@ -20,6 +20,9 @@ const (
 	// msgPlacements carries a balancer's recent placements to the other
 	// balancers; its body is the balancer's (see Node.SendPlacements).
 	msgPlacements byte = 0x14
+	// msgLoad carries a balancer's own load on the replicas to the other
+	// balancers; its body is the balancer's (see Node.SendLoad).
+	msgLoad byte = 0x15
 	// wireVersion is the second byte of every message.
 	wireVersion byte = 1
 	// maxNameLen bounds node names on the wire.
@@ -167,7 +170,7 @@ func decodeHeader(b []byte) (h header, body []byte, err error) {
 	}
 	h.typ = b[0]
 	switch h.typ {
-	case msgAnnounce, msgSummary, msgResync, msgLeave, msgPlacements:
+	case msgAnnounce, msgSummary, msgResync, msgLeave, msgPlacements, msgLoad:
 	default:
 		return h, nil, fmt.Errorf("%w: unknown type 0x%02x", ErrMalformed, h.typ)
 	}

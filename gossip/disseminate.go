@@ -23,6 +23,8 @@ func typeName(t byte) string {
 		return "leave"
 	case msgPlacements:
 		return "placements"
+	case msgLoad:
+		return "load"
 	default:
 		return "unknown"
 	}
@@ -235,12 +237,16 @@ func (n *Node) handle(b []byte, now time.Time) {
 		n.queueSnapshot(h.from, false)
 	case msgLeave:
 		m.p.leavingAt.Store(now.UnixNano())
-	case msgPlacements:
+	case msgPlacements, msgLoad:
 		if m.Meta.Role != RoleBalancer || n.cfg.Role != RoleBalancer {
 			n.reject("wrong_role", h.from, nil)
 			return
 		}
-		if f := n.onPlacements.Load(); f != nil {
+		f := n.onPlacements.Load()
+		if h.typ == msgLoad {
+			f = n.onLoad.Load()
+		}
+		if f != nil {
 			if err := (*f)(h.from, body, now); err != nil {
 				n.reject("malformed", h.from, err)
 			}

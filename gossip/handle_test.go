@@ -54,6 +54,8 @@ func TestHandleRejects(t *testing.T) {
 		{name: "bad summary body", node: bal, msg: marshalSummary("side", []byte{9, 9}), reason: "malformed"},
 		{name: "placements from a sidecar", node: bal, msg: append(appendHeader(nil, msgPlacements, "side"), 1), reason: "wrong_role"},
 		{name: "placements to a sidecar", node: side, msg: append(appendHeader(nil, msgPlacements, "bal"), 1), reason: "wrong_role"},
+		{name: "load from a sidecar", node: bal, msg: append(appendHeader(nil, msgLoad, "side"), 1), reason: "wrong_role"},
+		{name: "load to a sidecar", node: side, msg: append(appendHeader(nil, msgLoad, "bal"), 1), reason: "wrong_role"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

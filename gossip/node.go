@@ -56,7 +56,9 @@ type Node struct {
 	inbox chan []byte
 
 	// onPlacements handles another balancer's placements (nil: dropped).
-	onPlacements atomic.Pointer[func(from string, body []byte, now time.Time) error]
+	onPlacements atomic.Pointer[BalancerHandler]
+	// onLoad handles another balancer's load (nil: dropped).
+	onLoad atomic.Pointer[BalancerHandler]
 
 	snapMu      sync.Mutex           // protects snapPending
 	snapPending map[string]bool      // node name → forced (new epoch)

@@ -65,3 +65,45 @@ func TestPlacementsReachTheOtherBalancers(t *testing.T) {
 		}
 	})
 }
+
+// TestLoadReachesTheOtherBalancers: a balancer's load goes to the other
+// balancers' load handler, never to their placement handler, and only a
+// balancer sends it.
+func TestLoadReachesTheOtherBalancers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := gossiptest.Start(t, gossiptest.Options{Sidecars: 1, Balancers: 2})
+		if !gossiptest.WaitFor(10*time.Second, 50*time.Millisecond, c.Converged) {
+			t.Fatal("cluster did not converge")
+		}
+		var mu sync.Mutex
+		var loads, placements []string
+		b0, b1 := c.Nodes[1], c.Nodes[2]
+		b1.SetLoadHandler(func(from string, body []byte, _ time.Time) error {
+			mu.Lock()
+			defer mu.Unlock()
+			loads = append(loads, from+":"+string(body))
+			return nil
+		})
+		b1.SetPlacementHandler(func(from string, body []byte, _ time.Time) error {
+			mu.Lock()
+			defer mu.Unlock()
+			placements = append(placements, from+":"+string(body))
+			return nil
+		})
+		if err := b0.SendLoad([]byte("load")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Nodes[0].SendLoad([]byte("x")); err == nil || !strings.Contains(err.Error(), "only a balancer") {
+			t.Errorf("a sidecar sent load: err %v", err)
+		}
+		if err := b0.SendLoad(bytes.Repeat([]byte{1}, gossip.MaxPlacementsBytes+1)); err == nil {
+			t.Error("a body over MaxPlacementsBytes went out")
+		}
+		time.Sleep(500 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(loads) != 1 || loads[0] != b0.Name()+":load" || len(placements) != 0 {
+			t.Errorf("load handler got %q, placement handler %q", loads, placements)
+		}
+	})
+}
