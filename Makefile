@@ -82,7 +82,7 @@ fuzz:
 	scripts/fuzz.sh 20s
 
 # Long fuzzing: every target for FUZZTIME each (default 2m, about 2.5 hours
-# for the 68 targets on two cores); what the fuzzer finds (failures and new
+# for the 69 targets on two cores); what the fuzzer finds (failures and new
 # interesting inputs) becomes corpus under each package's testdata/fuzz.
 # FUZZ_SHARD=k/n runs every n-th target only (split the pass over runs);
 # each target's outcome is appended to bin/fuzz-results.tsv.

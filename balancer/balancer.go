@@ -127,8 +127,9 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 	b.ui = webui.New(webui.Info{Role: "balancer", Name: b.name, Version: buildinfo.Version(), Gossip: b.node != nil},
 		webui.GathererTotals(b.gather, "inferrail_balancer_requests_total", "inferrail_balancer_ttft_seconds",
 			"inferrail_balancer_prompt_tokens", "inferrail_balancer_predicted_cached_tokens"))
+	maxAge, _ := loadTimings(cfg.Gossip.Timings)
 	fc := fleet.Config{Defaults: cfg.ReplicaDefaults, Health: cfg.Health, Static: staticSpecs(&b.cfg), Origin: b.name,
-		LoadMaxAge: loadMaxAge(cfg.Gossip.Timings)}
+		LoadMaxAge: maxAge}
 	if b.fleet, err = fleet.New(fc, src, prober{b.proxy}, log.With("component", "fleet"), reg); err != nil {
 		if b.node != nil {
 			_ = b.node.Shutdown()
@@ -283,6 +284,11 @@ func (b *Balancer) Run(ctx context.Context) error {
 	if b.node != nil {
 		g.Go(func() error { return named("gossip", b.node.Run(nodeCtx)) })
 		g.Go(func() error { b.sharer.run(nodeCtx.Done()); return nil })
+		if b.cfg.Gossip.ShareLoad {
+			_, every := loadTimings(b.cfg.Gossip.Timings)
+			b.node.SetLoadHandler(b.fleet.LearnLoad)
+			g.Go(func() error { return named("share load", b.fleet.ShareLoad(nodeCtx, b.node.SendLoad, every)) })
+		}
 	}
 	if b.cache != nil {
 		g.Go(func() error { return named("response cache", b.cache.Run(fctx)) })

@@ -231,6 +231,11 @@ type GossipConfig struct {
 	// NodeConfig is the bind and advertise addresses, node name, seeds,
 	// key file, cluster label, profile and timings.
 	gossip.NodeConfig `yaml:",inline"`
+	// ShareLoad sends this balancer's own load on each replica to the other
+	// balancers as it changes, and counts theirs in place of their shares
+	// in the sidecars' reports (default true;
+	// docs/routing.md#load-shared-between-balancers).
+	ShareLoad bool `yaml:"share_load"`
 }
 
 // RoutingConfig holds the routing defaults.
@@ -307,7 +312,7 @@ func DefaultConfig() Config {
 		Admin:           "127.0.0.1:9090",
 		MaxBodyBytes:    32 << 20,
 		ShutdownTimeout: 30 * time.Second,
-		Gossip:          GossipConfig{Enabled: true, NodeConfig: gossip.NodeConfig{Bind: "0.0.0.0:7946", Profile: string(gossip.ProfileLAN)}},
+		Gossip:          GossipConfig{Enabled: true, ShareLoad: true, NodeConfig: gossip.NodeConfig{Bind: "0.0.0.0:7946", Profile: string(gossip.ProfileLAN)}},
 		Routing:         RoutingConfig{DefaultPolicy: route.PolicyCostModel, Seed: 1},
 		Health:          fleet.DefaultHealthConfig(),
 		Retry:           RetryConfig{MaxAttempts: 3, BackoffBase: 25 * time.Millisecond, BackoffMax: time.Second},

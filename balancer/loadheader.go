@@ -57,11 +57,14 @@ func (t *trailerReport) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// loadMaxAge returns the gossip's load staleness limit for the balancer's
-// gossip section: the fleet judges response reports by it, as the gossip
-// judges announcements (fleet.Config.LoadMaxAge).
-func loadMaxAge(t gossip.Timings) time.Duration {
+// loadTimings returns the gossip's load timings for the balancer's gossip
+// section: maxAge, the staleness limit the fleet judges response reports
+// and the other balancers' load by, as the gossip judges announcements
+// (fleet.Config.LoadMaxAge); and interval, the sidecars' announcement
+// period, which is also how often a balancer resends all its own load
+// (fleet.Fleet.ShareLoad).
+func loadTimings(t gossip.Timings) (maxAge, interval time.Duration) {
 	c := gossip.DefaultConfig()
 	t.Apply(&c)
-	return c.LoadMaxAge
+	return c.LoadMaxAge, c.LoadInterval
 }

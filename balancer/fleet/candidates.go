@@ -18,6 +18,7 @@ type ModelSet struct {
 	origin   string // Config.Origin
 	// loadMaxAge is Config.LoadMaxAge.
 	loadMaxAge time.Duration
+	peers      *peerState // the fleet's
 }
 
 // build fills the candidates' immutable fields.
@@ -39,24 +40,48 @@ func (m *ModelSet) build() {
 // replica's last response to this balancer, as the sidecar wrote it, with this
 // balancer's share beside it (route.Load); either is stale once older than
 // the gossip's load_max_age (Config.LoadMaxAge; the gossip also marks a
-// member's announcement stale once the member is not alive). It allocates
-// only when dst is too small.
+// member's announcement stale once the member is not alive). Where other
+// balancers send their own counts (peers.go), the candidate carries theirs
+// (route.Load.Peers) and the rest of the report's (Load.Residual). It
+// allocates only when dst is too small.
 func (m *ModelSet) Candidates(now time.Time, dst []route.Candidate) []route.Candidate {
 	dst = append(dst[:0], m.base...)
+	var buf [8]*peer
+	var fresh []*peer
+	if m.peers != nil {
+		fresh = m.peers.fresh(now, m.loadMaxAge, buf[:0])
+	}
 	for i, r := range m.Replicas {
 		c := &dst[i]
 		c.Healthy = r.Healthy(now)
 		c.TTFTScale = r.observedTTFTScale()
 		mem := r.member.Load()
 		var gossipAt time.Time
+		var residual route.Work
 		if mem != nil {
-			if a, fresh, ok := mem.Load(now); ok {
-				c.Load = route.Load{Report: a.Load, Own: a.Load.Share(m.origin), Known: true, Exact: true, Stale: !fresh}
+			if a, freshLoad, ok := mem.Load(now); ok {
+				c.Load = route.Load{Report: a.Load, Own: a.Load.Share(m.origin), Known: true, Exact: true, Stale: !freshLoad}
 				gossipAt = a.ReceivedAt
+				residual = others(&a.Load, m.origin, fresh)
 			}
 		}
 		if rr := r.report.Load(); rr != nil && rr.at.After(gossipAt) {
 			c.Load = route.Load{Report: rr.r, Own: rr.own, Known: true, Exact: true, Stale: now.Sub(rr.at) > m.loadMaxAge}
+			if gossipAt.IsZero() {
+				// No breakdown by origin: the peers' counts now stand for
+				// as much of the others' work in the report.
+				residual = c.Load.Others()
+			}
+		}
+		if len(fresh) > 0 {
+			c.Load.HasPeers = true
+			c.Load.Peers = r.peerLoad(now, m.loadMaxAge)
+			if gossipAt.IsZero() {
+				residual.InFlight = max(residual.InFlight-c.Load.Peers.InFlight, 0)
+				residual.Pending = max(residual.Pending-c.Load.Peers.Pending, 0)
+				residual.PrefillTokens = max(residual.PrefillTokens-c.Load.Peers.PrefillTokens, 0)
+			}
+			c.Load.Residual = residual
 		}
 		if mem == nil {
 			continue

@@ -69,6 +69,8 @@ type Snapshot struct {
 	Models map[string]*ModelSet
 	// ModelNames lists the keys of Models, sorted.
 	ModelNames []string
+	// byKey maps a replica's wire key (replicaKey) to it.
+	byKey map[uint64]*Replica
 }
 
 // Replica returns the replica with the given ID, or nil.
@@ -102,6 +104,9 @@ type Fleet struct {
 	readmitAt time.Time     // earliest ejection end not yet seen by the health loop
 
 	snap atomic.Pointer[Snapshot]
+
+	// peers is the other balancers' load (peers.go).
+	peers peerState
 }
 
 // New returns a fleet with the static replicas of cfg. src (the gossip view)
@@ -137,6 +142,7 @@ func New(cfg Config, src MemberSource, prober Prober, log *slog.Logger, reg prom
 		replicas:   make(map[string]*Replica),
 		discovered: make(map[string][]Spec),
 		readmit:    make(chan struct{}, 1),
+		peers:      peerState{names: make(map[string]*peer), wake: make(chan struct{}, 1)},
 	}
 	f.m = newMetrics(reg, f)
 	f.refresh()
@@ -233,7 +239,7 @@ func (f *Fleet) rebuildLocked(gs *gossip.PeersView) {
 		}
 	}
 	next := make(map[string]*Replica, len(specs))
-	snap := &Snapshot{Models: make(map[string]*ModelSet)}
+	snap := &Snapshot{Models: make(map[string]*ModelSet), byKey: make(map[uint64]*Replica, len(specs))}
 	for _, e := range specs {
 		r := f.replicas[e.spec.ID]
 		if r == nil || !r.Spec.equal(&e.spec) {
@@ -241,17 +247,19 @@ func (f *Fleet) rebuildLocked(gs *gossip.PeersView) {
 				r.markDown()
 			}
 			r = newReplica(e.spec)
+			f.watch(r)
 			if e.member != nil {
 				f.log.Info("replica joined", "replica", r.ID, "url", r.URL.String(), "models", r.Models)
 			}
 		}
 		r.member.Store(e.member)
 		next[r.ID] = r
+		snap.byKey[replicaKey(r.ID)] = r
 		snap.Replicas = append(snap.Replicas, r)
 		for _, m := range r.Models {
 			set := snap.Models[m]
 			if set == nil {
-				set = &ModelSet{Model: m, origin: f.cfg.Origin, loadMaxAge: f.cfg.LoadMaxAge}
+				set = &ModelSet{Model: m, origin: f.cfg.Origin, loadMaxAge: f.cfg.LoadMaxAge, peers: &f.peers}
 				snap.Models[m] = set
 				snap.ModelNames = append(snap.ModelNames, m)
 			}

@@ -114,6 +114,13 @@ type Replica struct {
 	logTTFT     atomic.Uint64
 	ttftSamples atomic.Int64
 
+	// changed is set when Counters change and cleared when ShareLoad
+	// sends them (peers.go); peers holds the other balancers' work here
+	// as they last sent it.
+	changed atomic.Bool
+	peersMu sync.Mutex // protects peers
+	peers   []peerWork
+
 	downMu     sync.Mutex // protects downCtx and downCancel
 	downCtx    context.Context
 	downCancel context.CancelCauseFunc
@@ -166,9 +173,8 @@ func (r *Replica) TryAcquire(uncached, output int) (route.Ticket, bool) {
 		c.InFlight.Add(-1)
 		return 0, false
 	}
-	t := c.Sent(uncached)
 	c.OutputReserve.Add(int64(output))
-	return t, true
+	return c.Sent(uncached), true
 }
 
 // incBelow increments v if the result stays <= limit (limit 0: no cap).

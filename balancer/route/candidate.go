@@ -65,6 +65,17 @@ type Load struct {
 	// them (a report of engine metrics only) policies fall back to the
 	// engine's Running and Waiting, never below this balancer's own counts.
 	Exact bool
+	// Peers is the other balancers' own work on the replica as they sent
+	// it (docs/routing.md#load-shared-between-balancers), summed over those
+	// heard from within the gossip's load_max_age; HasPeers reports whether
+	// any was. It is at most a message's latency old, where a report is up
+	// to a gossip period old.
+	Peers    Work
+	HasPeers bool
+	// Residual is, with HasPeers, the work of origins the Peers do not
+	// cover (requests sent by no balancer that shares its load, or by none),
+	// taken from the newest report that breaks its counts down by origin.
+	Residual Work
 }
 
 // Others returns the work of every other origin on the replica: the
@@ -104,6 +115,20 @@ type Work struct {
 	// own by each request's stated max_tokens, the others'
 	// ExpectedOutputTokens each.
 	OutputReserve int64
+}
+
+// Add adds o to w: the counts sum, and the step under way is the later of
+// the two, holding both parts' in-step tokens (each was sent before a step
+// end its sender saw, so the engine took it into that step or the next ones).
+func (w *Work) Add(o Work) {
+	w.InFlight += o.InFlight
+	w.Pending += o.Pending
+	w.PrefillTokens += o.PrefillTokens
+	w.OutputReserve += o.OutputReserve
+	w.StepTokens += o.StepTokens
+	if o.StepStart.After(w.StepStart) {
+		w.StepStart = o.StepStart
+	}
 }
 
 // Decodes returns the requests past their prefill (decoding).
@@ -217,14 +242,10 @@ func (c *Candidate) own() (inFlight, pending, tokens int64) {
 
 // ownWork returns the balancer's own counts as a Work.
 func (c *Candidate) ownWork() Work {
-	f, p, t := c.own()
-	w := Work{InFlight: int(max(f, 0)), Pending: int(max(p, 0)), PrefillTokens: max(t, 0)}
-	if c.Own != nil {
-		w.OutputReserve = max(c.Own.OutputReserve.Load(), 0)
-		w.StepTokens, w.StepStart = c.Own.Step()
-		w.StepTokens = min(w.StepTokens, w.PrefillTokens)
+	if c.Own == nil {
+		return Work{}
 	}
-	return w
+	return c.Own.Snapshot()
 }
 
 // ttftScale returns c's correction relative to mean (see TTFTScale).

@@ -35,6 +35,42 @@ type Counters struct {
 	end   atomic.Int64
 	// queued is the part of PendingPrefillTokens sent after end.
 	queued atomic.Int64
+
+	// changed is called after each change Sent, Prefilled or Done makes
+	// (Watch; nil: none).
+	changed atomic.Pointer[func()]
+}
+
+// Watch sets f to be called after every change of the counts that Sent,
+// Prefilled and Done make (nil: none); the fleet uses it to send this
+// balancer's load to the others. StepEnded, called for every token of every
+// stream, does not call it: a step end alone changes no count. f runs on the
+// request path and must not block.
+func (c *Counters) Watch(f func()) {
+	if f == nil {
+		c.changed.Store(nil)
+		return
+	}
+	c.changed.Store(&f)
+}
+
+func (c *Counters) notify() {
+	if f := c.changed.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// Snapshot returns the counts as a Work (InFlight, Pending, PrefillTokens,
+// OutputReserve, and the step split of Step), read without a lock, each
+// count at least 0.
+func (c *Counters) Snapshot() Work {
+	w := Work{
+		InFlight: int(max(c.InFlight.Load(), 0)), Pending: int(max(c.Pending.Load(), 0)),
+		PrefillTokens: max(c.PendingPrefillTokens.Load(), 0), OutputReserve: max(c.OutputReserve.Load(), 0),
+	}
+	w.StepTokens, w.StepStart = c.Step()
+	w.StepTokens = min(w.StepTokens, w.PrefillTokens)
+	return w
 }
 
 // A Ticket is a request's place on its replica's step clock: the step ends
@@ -45,6 +81,7 @@ type Ticket uint64
 // behind the step under way, and returns its ticket for Prefilled and Done.
 // fleet.Replica.TryAcquire calls it.
 func (c *Counters) Sent(uncached int) Ticket {
+	defer c.notify()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.queued.Add(int64(uncached))
@@ -60,6 +97,7 @@ func (c *Counters) Sent(uncached int) Ticket {
 // step (one sent before the previous step end seen), the requests still
 // pending are in the step now under way, not queued behind it.
 func (c *Counters) Prefilled(uncached int, t Ticket, first time.Time) {
+	defer c.notify()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.Pending.Add(-1)
@@ -83,6 +121,7 @@ func (c *Counters) Done(uncached, output int, t Ticket, prefilled bool) {
 	}
 	c.OutputReserve.Add(-int64(output))
 	c.InFlight.Add(-1)
+	c.notify()
 }
 
 // StepEnded records an engine step end seen at at on a stream already past

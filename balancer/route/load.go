@@ -8,19 +8,27 @@ import "time"
 // is written by the replica's sidecar with every response it proxies and
 // every gossip period; it names this balancer's share as the sidecar counted
 // it, so the share is taken out and replaced by the live own counts, never
-// counted twice. Prefill work ends at a request's first token, not at its
-// response headers.
+// counted twice. Where other balancers send their own counts
+// (Load.HasPeers), theirs replace their shares in the report the same way.
+// Prefill work ends at a request's first token, not at its response headers.
 
 // work returns c's work at now: in flight, pending (prefill not over) and the
 // uncached prompt tokens of the pending requests.
 func (b *base) work(c *Candidate, now time.Time) Work {
 	w := c.ownWork()
+	l := &c.Load
+	peers := l.HasPeers && b.peerLoad
+	if peers {
+		w.Add(l.Peers)
+	}
 	if !b.loadFresh(c, now) {
 		return w
 	}
-	l := &c.Load
 	if l.Exact {
 		others, unseen := l.Others(), l.Unseen()
+		if peers {
+			others = l.Residual
+		}
 		w.InFlight += others.InFlight + unseen
 		w.Pending += others.Pending + unseen
 		w.PrefillTokens += others.PrefillTokens + int64(unseen)*int64(b.cfg.Cost.QueuedPromptTokens)

@@ -168,7 +168,7 @@ func New(cfg Config) (Policy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("route config: %w", err)
 	}
-	b := &base{cfg: cfg}
+	b := &base{cfg: cfg, peerLoad: !IsBaseline(cfg.Policy)}
 	b.rng.seed(cfg.Seed)
 	switch cfg.Policy {
 	case PolicyRoundRobin:
@@ -222,6 +222,10 @@ type base struct {
 	// shares reports whether the overlay's placements go to the other
 	// balancers (Sharer).
 	shares bool
+	// peerLoad reports whether the load model counts the load other
+	// balancers send (Load.Peers): every policy but the peers' baselines,
+	// whose routers do not share their counts by default.
+	peerLoad bool
 }
 
 // overlayOf returns the policy's overlay (nil: none; the tests read it).

@@ -102,6 +102,12 @@ type btFleet struct {
 // sidecars join the first balancer's gossip, later balancers join it too.
 func btStartFleet(t *testing.T, bin string, n, blocks int, balancers []string, simArgs ...string) *btFleet {
 	t.Helper()
+	return btStartFleetWith(t, bin, n, blocks, balancers, nil, simArgs...)
+}
+
+// btStartFleetWith is btStartFleet with sidecarArgs added to every sidecar's.
+func btStartFleetWith(t *testing.T, bin string, n, blocks int, balancers, sidecarArgs []string, simArgs ...string) *btFleet {
+	t.Helper()
 	f := &btFleet{bin: bin}
 	for i, name := range balancers {
 		var join []string
@@ -113,7 +119,7 @@ func btStartFleet(t *testing.T, bin string, n, blocks int, balancers []string, s
 	for i := range n {
 		sim := btStartSim(t, bin, fmt.Sprintf("sim-%d", i), blocks, simArgs...)
 		sc := scStartSidecar(t, bin, sim.url, sim.pub, sim.replay,
-			"--node-name", fmt.Sprintf("replica-%d", i), "--join", f.bals[0].gossip, "--model", "e2e-model")
+			append([]string{"--node-name", fmt.Sprintf("replica-%d", i), "--join", f.bals[0].gossip, "--model", "e2e-model"}, sidecarArgs...)...)
 		f.sims = append(f.sims, sim)
 		f.sidecars = append(f.sidecars, sc)
 	}
