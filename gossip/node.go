@@ -125,18 +125,13 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Node, error)
 	mc.Conflict = conflicts{n}
 	tr := cfg.Transport
 	if tr == nil {
-		nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
-			BindAddrs:    []string{cfg.BindAddr},
-			BindPort:     cfg.BindPort,
-			Logger:       mc.Logger,
-			MetricLabels: labels,
-		})
+		nt, err := newNetTransport(cfg.BindAddr, cfg.BindPort, mc.Logger.Printf)
 		if err != nil {
 			globalSink.nodes.CompareAndDelete(cfg.NodeName, n.m)
 			return nil, fmt.Errorf("gossip: listen on %s:%d: %w", cfg.BindAddr, cfg.BindPort, err)
 		}
 		if cfg.BindPort == 0 {
-			mc.BindPort = nt.GetAutoBindPort()
+			mc.BindPort = nt.Port()
 			if cfg.AdvertisePort == 0 {
 				mc.AdvertisePort = mc.BindPort
 			}
