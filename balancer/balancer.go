@@ -120,7 +120,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Balancer, er
 			return nil, err
 		}
 		src = b.node.Peers()
-		b.sharer = newPlacementSharer(b.node.SendPlacements, log.With("component", "share"), b.m)
+		b.sharer = newPlacementSharer(b.node.SendPlacements, b.node.OtherBalancers, log.With("component", "share"), b.m)
 		b.shareModels(l.models)
 		b.node.SetPlacementHandler(b.learnPlacements)
 	}
@@ -287,7 +287,9 @@ func (b *Balancer) Run(ctx context.Context) error {
 		if b.cfg.Gossip.ShareLoad {
 			_, every := loadTimings(b.cfg.Gossip.Timings)
 			b.node.SetLoadHandler(b.fleet.LearnLoad)
-			g.Go(func() error { return named("share load", b.fleet.ShareLoad(nodeCtx, b.node.SendLoad, every)) })
+			g.Go(func() error {
+				return named("share load", b.fleet.ShareLoad(nodeCtx, b.node.SendLoad, b.node.OtherBalancers, every))
+			})
 		}
 	}
 	if b.cache != nil {

@@ -130,8 +130,11 @@ const maxPendingShared = 1 << 20
 // a message carries several records and when idle none waits.
 type placementSharer struct {
 	sendMsg func(body []byte) error // gossip.Node.SendPlacements
-	log     *slog.Logger
-	m       *metrics
+	// others is gossip.Node.OtherBalancers: while it is 0 nothing is
+	// queued.
+	others func() int
+	log    *slog.Logger
+	m      *metrics
 
 	mu      sync.Mutex // protects buf and recs
 	buf     []byte     // encoded records
@@ -146,12 +149,16 @@ type sharedRef struct {
 	start, end int
 }
 
-func newPlacementSharer(send func(body []byte) error, log *slog.Logger, m *metrics) *placementSharer {
-	return &placementSharer{sendMsg: send, log: log, m: m, wake: make(chan struct{}, 1)}
+func newPlacementSharer(send func(body []byte) error, others func() int, log *slog.Logger, m *metrics) *placementSharer {
+	return &placementSharer{sendMsg: send, others: others, log: log, m: m, wake: make(chan struct{}, 1)}
 }
 
-// add queues a record of model. It never blocks.
+// add queues a record of model, unless no other balancer is alive to take
+// it. It never blocks.
 func (p *placementSharer) add(model string, s route.Shared) {
+	if p.others() == 0 {
+		return
+	}
 	p.mu.Lock()
 	if len(p.buf) >= maxPendingShared {
 		p.mu.Unlock()
@@ -193,6 +200,7 @@ func (p *placementSharer) run(done <-chan struct{}) {
 // gossip.MaxPlacementsBytes, grouping consecutive records of one model.
 func (p *placementSharer) send(buf []byte, recs []sharedRef) {
 	msg := p.scratch[:0]
+	n := 0 // records in msg
 	for i := 0; i < len(recs); {
 		model := recs[i].model
 		// The records of this group that fit the message.
@@ -209,27 +217,31 @@ func (p *placementSharer) send(buf []byte, recs []sharedRef) {
 				i++
 				continue
 			}
-			p.flush(msg)
-			msg = msg[:0]
+			p.flush(msg, n)
+			msg, n = msg[:0], 0
 			continue
 		}
 		msg = appendSharedGroup(msg, model, j-i)
 		for _, r := range recs[i:j] {
 			msg = append(msg, buf[r.start:r.end]...)
 		}
-		p.m.sharedPlacements.WithLabelValues("sent").Add(float64(j - i))
+		n += j - i
 		i = j
 	}
 	if len(msg) > 0 {
-		p.flush(msg)
+		p.flush(msg, n)
 	}
 	p.scratch = msg[:0]
 }
 
-func (p *placementSharer) flush(msg []byte) {
+// flush sends msg, holding n records, and counts them sent if it went out.
+func (p *placementSharer) flush(msg []byte, n int) {
 	if err := p.sendMsg(msg); err != nil {
 		p.log.Warn("share placements", "err", err)
+		p.m.sharedPlacements.WithLabelValues("dropped").Add(float64(n))
+		return
 	}
+	p.m.sharedPlacements.WithLabelValues("sent").Add(float64(n))
 }
 
 // sharePolicy makes the policy of model share its placements, when it can

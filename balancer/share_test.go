@@ -55,7 +55,7 @@ func shSend(t testing.TB, recs []shRecord) [][]byte {
 	p := newPlacementSharer(func(b []byte) error {
 		msgs = append(msgs, bytes.Clone(b))
 		return nil
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)), newMetrics(nil))
+	}, func() int { return 1 }, slog.New(slog.NewTextHandler(io.Discard, nil)), newMetrics(nil))
 	for _, r := range recs {
 		p.add(r.Model, r.S)
 	}
@@ -171,7 +171,7 @@ func TestSharedPlacementsReachTheOtherBalancersPolicy(t *testing.T) {
 	t.Cleanup(admin.Close)
 	var msgs [][]byte
 	send.sharer = newPlacementSharer(func(b []byte) error { msgs = append(msgs, bytes.Clone(b)); return nil },
-		slog.New(slog.NewTextHandler(io.Discard, nil)), send.m)
+		func() int { return 1 }, slog.New(slog.NewTextHandler(io.Discard, nil)), send.m)
 	send.shareModels(send.live.Load().models)
 
 	before := explainOf(t, admin.URL, longChat)
@@ -210,5 +210,23 @@ func TestSharedPlacementsReachTheOtherBalancersPolicy(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(recv.m.sharedPlacements.WithLabelValues("unknown_model")); got != 1 {
 		t.Errorf("unknown_model = %v, want 1", got)
+	}
+}
+
+// A balancer with no other balancer alive builds and queues no placements;
+// once one is alive it does.
+func TestLoneBalancerQueuesNoPlacements(t *testing.T) {
+	others := 0
+	p := newPlacementSharer(func([]byte) error { return nil }, func() int { return others },
+		slog.New(slog.NewTextHandler(io.Discard, nil)), newMetrics(nil))
+	rec := route.Shared{Kind: route.SharedPlace, Replica: 1, Points: []route.SharedPoint{{Hash: 7, Blocks: 1}}}
+	p.add("m", rec)
+	if len(p.recs) != 0 || len(p.buf) != 0 {
+		t.Fatalf("alone: %d records queued", len(p.recs))
+	}
+	others = 1
+	p.add("m", rec)
+	if len(p.recs) != 1 {
+		t.Errorf("with another balancer: %d records queued, want 1", len(p.recs))
 	}
 }

@@ -59,6 +59,8 @@ type Node struct {
 	onPlacements atomic.Pointer[BalancerHandler]
 	// onLoad handles another balancer's load (nil: dropped).
 	onLoad atomic.Pointer[BalancerHandler]
+	// otherBalancers is OtherBalancers, counted by countMembers.
+	otherBalancers atomic.Int32
 
 	snapMu      sync.Mutex           // protects snapPending
 	snapPending map[string]bool      // node name → forced (new epoch)
@@ -345,14 +347,25 @@ func (n *Node) joinLoop(ctx context.Context) {
 	}
 }
 
-// countMembers updates the members gauge from a new snapshot.
+// countMembers updates the members gauge and the count of other alive
+// balancers from a new snapshot.
 func (n *Node) countMembers(s *PeersView) {
 	n.m.members.Reset()
+	others := 0
 	for i := range s.Members {
 		m := &s.Members[i]
 		n.m.members.WithLabelValues(m.Meta.Role.String(), m.Status.String()).Inc()
+		if !m.Self && m.Status == StatusAlive && m.Meta.Role == RoleBalancer {
+			others++
+		}
 	}
+	n.otherBalancers.Store(int32(others))
 }
+
+// OtherBalancers returns the number of other alive balancers in the last
+// membership snapshot: where it is 0, a balancer has nobody to send its
+// placements and load to (SendPlacements, SendLoad) and need not build them.
+func (n *Node) OtherBalancers() int { return int(n.otherBalancers.Load()) }
 
 // delegate adapts Node to memberlist.Delegate.
 type delegate struct{ n *Node }

@@ -78,6 +78,9 @@ func TestLoadReachesTheOtherBalancers(t *testing.T) {
 		var mu sync.Mutex
 		var loads, placements []string
 		b0, b1 := c.Nodes[1], c.Nodes[2]
+		if got := b0.OtherBalancers(); got != 1 {
+			t.Errorf("OtherBalancers() = %d with one other balancer, want 1", got)
+		}
 		b1.SetLoadHandler(func(from string, body []byte, _ time.Time) error {
 			mu.Lock()
 			defer mu.Unlock()

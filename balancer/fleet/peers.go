@@ -178,8 +178,10 @@ func (f *Fleet) watch(r *Replica) {
 // balancers with send (gossip.Node.SendLoad) until ctx ends: the replicas
 // whose counts changed, at once after a change (what changes while a message
 // goes out goes in the next), and every replica it has work on each period,
-// in a round whose first message resets what the others hold of it.
-func (f *Fleet) ShareLoad(ctx context.Context, send func(body []byte) error, period time.Duration) error {
+// in a round whose first message resets what the others hold of it. While
+// others (gossip.Node.OtherBalancers) is 0 it sends nothing; a balancer that
+// appears gets everything at the next period.
+func (f *Fleet) ShareLoad(ctx context.Context, send func(body []byte) error, others func() int, period time.Duration) error {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	s := loadSender{send: send, log: f.log.Warn, seq: uint64(f.now().UnixNano())}
@@ -189,6 +191,9 @@ func (f *Fleet) ShareLoad(ctx context.Context, send func(body []byte) error, per
 		case <-ctx.Done():
 			return nil
 		case <-f.peers.wake:
+			if others() == 0 {
+				continue
+			}
 			// At most one message of changes per shareLoadGap: under
 			// heavy traffic the changes of a gap go out together.
 			if d := shareLoadGap - time.Since(last); d > 0 {
@@ -200,6 +205,9 @@ func (f *Fleet) ShareLoad(ctx context.Context, send func(body []byte) error, per
 			}
 			s.round(f.snap.Load(), f.now(), false)
 		case <-t.C:
+			if others() == 0 {
+				continue
+			}
 			s.round(f.snap.Load(), f.now(), true)
 		}
 		last = time.Now()

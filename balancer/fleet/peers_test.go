@@ -136,7 +136,7 @@ func TestShareLoadReachesAnotherFleet(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
-		go func() { done <- src.ShareLoad(ctx, send, 100*time.Millisecond) }()
+		go func() { done <- src.ShareLoad(ctx, send, func() int { return 1 }, 100*time.Millisecond) }()
 		seen := func() route.Work { return dst.Snapshot().Models["m"].Candidates(time.Now(), nil)[1].Load.Peers }
 
 		rb := src.Snapshot().Models["m"].Replicas[1]
