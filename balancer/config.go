@@ -234,7 +234,7 @@ type GossipConfig struct {
 	// ShareLoad sends this balancer's own load on each replica to the other
 	// balancers as it changes, and counts theirs in place of their shares
 	// in the sidecars' reports (default true;
-	// docs/routing.md#load-shared-between-balancers).
+	// docs/routing.md#the-load-model).
 	ShareLoad bool `yaml:"share_load"`
 }
 

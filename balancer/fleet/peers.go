@@ -12,9 +12,9 @@ import (
 	"github.com/inferrail/inferrail/internal/load"
 )
 
-// Load shared between balancers (docs/routing.md#load-shared-between-
-// balancers). A replica's load report comes from its sidecar, up to a gossip
-// period old, and a response's report reaches only the balancer it answers:
+// Load shared between balancers (docs/routing.md#the-load-model). A
+// replica's load report comes from its sidecar, up to a gossip period old,
+// and a response's report reaches only the balancer it answers:
 // with several balancers, each saw the others' requests of the last period
 // only once a report counted them, and sent the next ones to a replica the
 // others had just filled. So each balancer also sends its own exact counts

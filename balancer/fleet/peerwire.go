@@ -14,7 +14,7 @@ import (
 
 // The wire form of a balancer's own load, as it sends it to the other
 // balancers (Fleet.ShareLoad, gossip.Node.SendLoad;
-// docs/routing.md#load-shared-between-balancers). One message is
+// docs/routing.md#the-load-model). One message is
 //
 //	flags     byte (bit 0, reset: the sender has no work on any replica
 //	          this message and the following ones of its round do not name)

@@ -66,7 +66,7 @@ type Load struct {
 	// engine's Running and Waiting, never below this balancer's own counts.
 	Exact bool
 	// Peers is the other balancers' own work on the replica as they sent
-	// it (docs/routing.md#load-shared-between-balancers), summed over those
+	// it (docs/routing.md#the-load-model), summed over those
 	// heard from within the gossip's load_max_age; HasPeers reports whether
 	// any was. It is at most a message's latency old, where a report is up
 	// to a gossip period old.

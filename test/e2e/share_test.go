@@ -61,18 +61,7 @@ func TestBalancersSharePlacements(t *testing.T) {
 			t.Fatalf("before any request bal-share-b predicts %v cached tokens on %s", c.CachedTokens, c.ID)
 		}
 	}
-	done := make(chan btResult, 1)
-	go func() { done <- btComplete(a.url, prompt, 1) }()
-	prefilling := -1
-	scWait(t, "an engine prefilling the prompt", func() error {
-		for i, sim := range f.sims {
-			if ltSim(t, sim).BeforeFirstToken == 1 {
-				prefilling = i
-				return nil
-			}
-		}
-		return fmt.Errorf("no engine prefilling")
-	})
+	done, prefilling := btSendWhilePrefilling(t, f, a, prompt)
 	home := fmt.Sprintf("replica-%d", prefilling)
 	var ex spExplain
 	scWait(t, "the other balancer predicting the prompt on "+home, func() error {
@@ -102,4 +91,24 @@ func TestBalancersSharePlacements(t *testing.T) {
 	if got := btMetric(t, b, "inferrail_balancer_shared_placements_total", `result="learned"`); got < 1 {
 		t.Errorf("bal-share-b learned %v placements", got)
 	}
+}
+
+// btSendWhilePrefilling sends prompt through b in the background and waits
+// for the engine that prefills it: it returns the request's result channel
+// and that engine's index in f.sims.
+func btSendWhilePrefilling(t *testing.T, f *btFleet, b *btBalancer, prompt string) (<-chan btResult, int) {
+	t.Helper()
+	done := make(chan btResult, 1)
+	go func() { done <- btComplete(b.url, prompt, 1) }()
+	prefilling := -1
+	scWait(t, "an engine prefilling the prompt", func() error {
+		for i, sim := range f.sims {
+			if ltSim(t, sim).BeforeFirstToken == 1 {
+				prefilling = i
+				return nil
+			}
+		}
+		return fmt.Errorf("no engine prefilling")
+	})
+	return done, prefilling
 }

@@ -46,18 +46,7 @@ func TestBalancersShareLoad(t *testing.T) {
 			t.Fatalf("before any request bal-load-b counts %d in flight on %s", c.InFlight, c.ID)
 		}
 	}
-	done := make(chan btResult, 1)
-	go func() { done <- btComplete(a.url, prompt, 1) }()
-	prefilling := -1
-	scWait(t, "an engine prefilling the prompt", func() error {
-		for i, sim := range f.sims {
-			if ltSim(t, sim).BeforeFirstToken == 1 {
-				prefilling = i
-				return nil
-			}
-		}
-		return fmt.Errorf("no engine prefilling")
-	})
+	done, prefilling := btSendWhilePrefilling(t, f, a, prompt)
 	home := fmt.Sprintf("replica-%d", prefilling)
 	scWait(t, "the other balancer counting the request on "+home, func() error {
 		ex := queue()
