@@ -78,7 +78,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		cached := int(s.cached[i])
 		kv := p.kvFit(c, w, now, prompt-cached, req.OutputTokens, bs)
 		scale := c.ttftScale(mean)
-		kvWait := p.kvWait(kv, w, prompt-cached) * scale
+		kvWait := p.kvWait(kv, w) * scale
 		switch kv.state {
 		case kvFits:
 			fits++
@@ -342,11 +342,11 @@ func roomier(occ, than float64) bool {
 	return occ >= 0 && 1-occ >= 2*(1-than) && than-occ >= 0.25
 }
 
-// kvWait estimates, in ns, what a request needing need uncached prompt
-// tokens loses on a replica whose KV memory it is short of (room, for the
-// work w there): 0 when it fits or nothing is known, +Inf when no estimate
-// can be made (no fresh report, or nothing in flight whose end would free
-// memory), which makes the bound skip the replica while another has room.
+// kvWait estimates, in ns, what a request loses waiting for KV memory on a
+// replica it is short of (room, for the work w there): 0 when it fits or
+// nothing is known, +Inf when no estimate can be made (no fresh report, or
+// nothing in flight whose end would free memory), which makes the bound
+// skip the replica while another has room.
 //
 // The engine frees memory as its requests finish. With n requests in
 // flight and R̄ the mean output each may still write (w.OutputReserve / n),
@@ -362,17 +362,28 @@ func roomier(occ, than float64) bool {
 // rate takes to free it, for the requests admitted as the first ones end
 // free theirs in turn. (It was +Inf beyond n: under overload every replica
 // passed that point, and the ones that did were charged no wait at all.)
-// Until then vLLM V1 admits the request while its next chunk's blocks are
-// free and, when a decode needs a block and none is, preempts the newest
-// running sequence (this request) and computes it again later: its own
-// prefill is charged once more.
+//
+// The request's own prefill is not charged again for a preemption. vLLM
+// V1 preempts the newest running sequence when a decode needs a block and
+// none is free, but the shortfall is counted against a bound (every request
+// writing its whole reserve while none ends), which a replica near full
+// passes on most requests and the engine's memory on few: on W6 at round
+// robin's capacity every replica was short by the bound in half the picks
+// while the engines preempted about one request in 300. Charged a whole
+// prefill, a replica short by a block scored a prefill worse than one that
+// fitted by a block, a step in the score no real difference stood behind,
+// and the rotation among near-equal cold replicas (spread) broke on it:
+// arrivals went in bursts to whichever report showed a block to spare
+// (runs of up to 54 requests to one replica, 170 preemptions and a TTFT
+// p50 of 1.1 s in one run where round robin had 45 and 142 ms,
+// docs/routing.md).
 //
 // Before this estimate the bound skipped every short replica while one had
 // room, which in a memory-bound regime (W6 at 1x: 1,024-token prompts,
 // 64-token answers, every replica near full) sent runs of up to 26
 // requests to the one with room, a queue of prefills far longer than the
 // wait for a full replica to free a request's blocks (docs/routing.md).
-func (p *costModel) kvWait(room kvRoom, w Work, need int) float64 {
+func (p *costModel) kvWait(room kvRoom, w Work) float64 {
 	if room.state != kvShort {
 		return 0
 	}
@@ -384,7 +395,7 @@ func (p *costModel) kvWait(room kvRoom, w Work, need int) float64 {
 	k := math.Ceil(room.deficit / (room.used/float64(n) + rbar))
 	steps := k * rbar / float64(n)
 	decodes := w.Decodes()
-	return steps*p.est.step(float64(decodes), decodes) + p.est.prefill(float64(max(need, 0)), decodes)
+	return steps * p.est.step(float64(decodes), decodes)
 }
 
 // estimate returns the estimated TTFT of eligible candidate k: its score
