@@ -16,6 +16,7 @@ import (
 
 	"github.com/inferrail/inferrail/docs"
 	"github.com/inferrail/inferrail/internal/openai"
+	"github.com/inferrail/inferrail/internal/profiling"
 )
 
 // adminRoutes adds the admin port's gateway endpoints to mux.
@@ -28,15 +29,28 @@ func (b *Balancer) adminRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /debug/decisions", b.serveDecisions)
 	mux.HandleFunc("POST /v1/explain", b.serveExplain)
 	mux.HandleFunc("POST /admin/cache/purge", b.servePurge)
+	if b.cfg.Observability.Profiling {
+		profiling.Mount(mux, b.cur().gate.AdminAllowed, func(w http.ResponseWriter, r *http.Request) { b.adminAllowed(w, r) })
+	}
+}
+
+// adminAllowed reports whether r may call an admin endpoint that changes
+// or costs the process something (gateway.Gate.AdminAllowed), and answers
+// 403 when not.
+func (b *Balancer) adminAllowed(w http.ResponseWriter, r *http.Request) bool {
+	if b.cur().gate.AdminAllowed(r) {
+		return true
+	}
+	(&openai.Error{Status: http.StatusForbidden, Type: openai.TypePermissionDenied,
+		Message: "the admin endpoints need the admin token (auth.admin_token) once API keys are on"}).Write(w)
+	return false
 }
 
 // serveReload re-reads the config file (POST /admin/reload): 200 with the
 // ReloadResult, or 400 with every problem (the running config stays). With
 // keys on it needs the admin token (403 without).
 func (b *Balancer) serveReload(w http.ResponseWriter, r *http.Request) {
-	if !b.cur().gate.AdminAllowed(r) {
-		(&openai.Error{Status: http.StatusForbidden, Type: openai.TypePermissionDenied,
-			Message: "the admin endpoints need the admin token (auth.admin_token) once API keys are on"}).Write(w)
+	if !b.adminAllowed(w, r) {
 		return
 	}
 	res, err := b.ReloadFromSource()

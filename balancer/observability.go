@@ -19,6 +19,11 @@ import (
 // start; a reload keeps the running tracer.
 type ObservabilityConfig struct {
 	tracing.Config `yaml:",inline"`
+	// Profiling serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on the admin port; with API keys on, only to the admin
+	// token. Off by default. Read at start: a reload keeps what it started
+	// with.
+	Profiling bool `yaml:"profiling"`
 }
 
 // Validate reports every problem with its YAML path and value.

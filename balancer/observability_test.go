@@ -3,9 +3,11 @@ package balancer
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/inferrail/inferrail/internal/openai"
 	"github.com/inferrail/inferrail/internal/tracing/otlptest"
 )
 
@@ -151,5 +153,51 @@ func TestTracesBrokenStreamEndsAttempt(t *testing.T) {
 	}
 	if !attempt || !server {
 		t.Fatalf("spans %+v: want the attempt and the server span ended with an error", rcv.Spans())
+	}
+}
+
+// observability.profiling serves Go's profiles on the admin port, and only
+// there; with API keys on, only to the admin token. Off (the default), the
+// paths are not found.
+func TestProfilingOnTheAdminPort(t *testing.T) {
+	up := newUpstream(t, okHandler)
+	for _, tc := range []struct {
+		name      string
+		profiling bool
+		keys      bool
+		header    []string
+		want      int
+	}{
+		{"off", false, false, nil, http.StatusNotFound},
+		{"on", true, false, nil, http.StatusOK},
+		{"on, keys, no token", true, true, nil, http.StatusForbidden},
+		{"on, keys, a client key", true, true, []string{"Authorization", "Bearer sk-a"}, http.StatusForbidden},
+		{"on, keys, the admin token", true, true, []string{"Authorization", "Bearer adm"}, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(up.srv.URL)
+			if tc.keys {
+				cfg = keysConfig(up.srv.URL)
+			}
+			cfg.Observability.Profiling = tc.profiling
+			b, client := newTestBalancer(t, cfg)
+			admin := httptest.NewServer(b.AdminHandler())
+			defer admin.Close()
+			resp, body := send(t, "GET", admin.URL+"/debug/pprof/goroutine?debug=1", "", tc.header...)
+			if resp.StatusCode != tc.want {
+				t.Fatalf("GET /debug/pprof/goroutine: %d %.200s, want %d", resp.StatusCode, body, tc.want)
+			}
+			switch tc.want {
+			case http.StatusOK:
+				if !strings.Contains(body, "goroutine profile:") {
+					t.Errorf("not a goroutine profile: %.200s", body)
+				}
+			case http.StatusForbidden:
+				wantError(t, resp, body, http.StatusForbidden, openai.TypePermissionDenied)
+			}
+			if resp, _ := send(t, "GET", client.URL+"/debug/pprof/cmdline", "", tc.header...); resp.StatusCode == http.StatusOK {
+				t.Errorf("the client port serves profiles")
+			}
+		})
 	}
 }

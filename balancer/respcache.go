@@ -95,9 +95,7 @@ func (b *Balancer) serveCached(w http.ResponseWriter, r *http.Request, rq *reque
 // ?group= a cache_group), both, or neither (everything). With keys on it
 // needs the admin token. It answers the PurgeResult.
 func (b *Balancer) servePurge(w http.ResponseWriter, r *http.Request) {
-	if !b.cur().gate.AdminAllowed(r) {
-		(&openai.Error{Status: http.StatusForbidden, Type: openai.TypePermissionDenied,
-			Message: "the admin endpoints need the admin token (auth.admin_token) once API keys are on"}).Write(w)
+	if !b.adminAllowed(w, r) {
 		return
 	}
 	if b.cache == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/inferrail/inferrail/internal/buildinfo"
 	"github.com/inferrail/inferrail/internal/kvblock"
+	"github.com/inferrail/inferrail/internal/profiling"
 	"github.com/inferrail/inferrail/internal/webui"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -30,6 +31,8 @@ type adminDeps struct {
 	blocks func() (string, map[string][]kvblock.Hash)
 	// ui serves the web UI (/ui/, /debug/series); nil: none.
 	ui *webui.UI
+	// profiling serves /debug/pprof/ (observability.profiling).
+	profiling bool
 }
 
 // BlocksDump is the body of GET /debug/blocks: the router block hashes of
@@ -65,6 +68,9 @@ func newAdminHandler(d adminDeps) http.Handler {
 	})
 	if d.ui != nil {
 		d.ui.Mount(mux)
+	}
+	if d.profiling {
+		profiling.Mount(mux, nil, nil)
 	}
 	mux.HandleFunc("GET /debug/blocks", func(w http.ResponseWriter, r *http.Request) {
 		source, sets := d.blocks()

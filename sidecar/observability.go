@@ -16,6 +16,9 @@ import (
 // (otlp_endpoint, sample_ratio; docs/observability.md).
 type ObservabilityConfig struct {
 	tracing.Config `yaml:",inline"`
+	// Profiling serves Go's runtime profiles (net/http/pprof) under
+	// /debug/pprof/ on the admin port. Off by default.
+	Profiling bool `yaml:"profiling"`
 }
 
 // tracerShutdown bounds the export of the last spans on shutdown.

@@ -245,7 +245,7 @@ func (s *Sidecar) serve(ctx context.Context, dataLn, adminLn net.Listener) error
 	adminSrv := &http.Server{
 		Handler: newAdminHandler(adminDeps{
 			gatherer: s.reg, gossip: gossipHandler, summary: s.Summary, load: s.Load,
-			healthy: s.healthy, blocks: s.blocks, ui: ui,
+			healthy: s.healthy, blocks: s.blocks, ui: ui, profiling: s.cfg.Observability.Profiling,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}

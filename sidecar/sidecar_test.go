@@ -229,6 +229,9 @@ func TestAdminEndpoints(t *testing.T) {
 	if !sum.Built || sum.Source != sourceApprox || sum.Capacity != 800 || sum.Blocks["gpu"] != len(want) || sum.FalsePositiveRate != 0.001 || sum.Bytes == 0 {
 		t.Errorf("summary %+v, want built approx summary of %d blocks, capacity 800", sum, len(want))
 	}
+	if code, _ = get("/debug/pprof/cmdline"); code != http.StatusNotFound {
+		t.Errorf("profiles served with observability.profiling off: %d", code)
+	}
 	code, body = get("/debug/blocks")
 	var dump BlocksDump
 	if err := json.Unmarshal([]byte(body), &dump); err != nil || code != 200 {

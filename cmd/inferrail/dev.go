@@ -41,6 +41,7 @@ func devConfig(args []string, stderr io.Writer) (devfleet.Config, error) {
 	fs.BoolVar(&cfg.ZeroLatency, "zero-latency", cfg.ZeroLatency, "simulator steps take no time")
 	fs.DurationVar(&cfg.OverlayTTL, "overlay-ttl", cfg.OverlayTTL, "balancers' memory of their own placements (0: the policy's default, 10s; negative: none)")
 	fs.BoolVar(&cfg.ExactState, "exact-state", cfg.ExactState, "exact-state oracle: tiny bloom false-positive rate, load and summary deltas every 5ms (a benchmark reference, not a production setting; docs/dev-fleet.md)")
+	fs.BoolVar(&cfg.Profiling, "profiling", cfg.Profiling, "serve Go's runtime profiles (/debug/pprof/) on every balancer's and sidecar's admin port")
 	fs.BoolVar(&cfg.ResponseCache, "response-cache", cfg.ResponseCache, "balancers answer repeated questions from their exact and semantic response caches (embeddings from the first simulator)")
 	fs.StringVar(&cfg.LogDir, "log-dir", "", "directory for the children's logs (default: a temporary directory)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "children's log level")

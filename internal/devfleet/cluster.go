@@ -155,9 +155,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		} else {
 			seed = fmt.Sprintf("127.0.0.1:%d", gport)
 		}
-		if cfg.ExactState {
+		if doc := sidecarYAML(cfg); doc != "" {
 			path := filepath.Join(c.logDir, fmt.Sprintf("sidecar-%d.yaml", i))
-			if err := os.WriteFile(path, []byte(sidecarExactYAML()), 0o644); err != nil {
+			if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 				return fmt.Errorf("write sidecar config: %w", err)
 			}
 			scArgs = append(scArgs, "--config", path)
@@ -259,7 +259,26 @@ func balancerYAML(cfg Config, i, port, admin, gport int, seed string) (string, e
 		sb.WriteString(balancerExactGossip())
 	}
 	fmt.Fprintf(&sb, "routing:\n  default_policy: %s\n  seed: %d\n", cfg.Policy, cfg.Seed)
+	sb.WriteString(profilingYAML(cfg))
 	return sb.String(), nil
+}
+
+// sidecarYAML is a sidecar's config file ("": none, flags only).
+func sidecarYAML(cfg Config) string {
+	doc := profilingYAML(cfg)
+	if cfg.ExactState {
+		doc = sidecarExactYAML() + doc
+	}
+	return doc
+}
+
+// profilingYAML is the observability section that serves /debug/pprof/ on
+// a process's admin port, when the fleet is profiled ("" otherwise).
+func profilingYAML(cfg Config) string {
+	if !cfg.Profiling {
+		return ""
+	}
+	return "observability:\n  profiling: true\n"
 }
 
 // responseCacheYAML is the response_cache section of a dev balancer: both

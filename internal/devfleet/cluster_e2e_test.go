@@ -63,6 +63,7 @@ func TestFleetServesBench(t *testing.T) {
 	cfg := devfleet.DefaultConfig()
 	cfg.Binary, cfg.Replicas, cfg.Balancers, cfg.Port = bin, 2, 2, 0
 	cfg.ZeroLatency, cfg.CacheBlocks = true, 2000
+	cfg.Profiling = true
 	cfg.LogDir = t.TempDir()
 	f, err := devfleet.Start(ctx, cfg, nil)
 	if err != nil {
@@ -120,6 +121,22 @@ func TestFleetServesBench(t *testing.T) {
 	}
 	for _, r := range f.Replicas {
 		waitExactSummary(ctx, t, r.Name, r.SidecarAdmin)
+	}
+	// Profiled (observability.profiling in every config file it wrote):
+	// each process serves its own command line on its admin port.
+	for _, p := range []struct{ admin, role string }{
+		{f.Balancers[0].Admin, "balancer"}, {f.Balancers[1].Admin, "balancer"},
+		{f.Replicas[0].SidecarAdmin, "sidecar"}, {f.Replicas[1].SidecarAdmin, "sidecar"},
+	} {
+		resp, err := http.Get(p.admin + "/debug/pprof/cmdline")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), p.role) {
+			t.Errorf("%s %s/debug/pprof/cmdline: %s %q, want its command line", p.role, p.admin, resp.Status, b)
+		}
 	}
 	stopped = true
 	if err := f.Stop(); err != nil {

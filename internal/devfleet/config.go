@@ -74,6 +74,10 @@ type Config struct {
 	// caches (docs/gateway.md#response-caches), embedding with the first
 	// simulator's /v1/embeddings, so the whole fleet works offline.
 	ResponseCache bool
+	// Profiling serves Go's runtime profiles (/debug/pprof/) on every
+	// balancer's and sidecar's admin port (their observability.profiling),
+	// for CPU profiles of a benchmark run (docs/bench.md).
+	Profiling bool
 	// LogDir receives one log file per process (default: a temporary
 	// directory, removed on Stop unless KeepLogs).
 	LogDir string
