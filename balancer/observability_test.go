@@ -201,3 +201,29 @@ func TestProfilingOnTheAdminPort(t *testing.T) {
 		})
 	}
 }
+
+// The profiles' guard is the gate of the config running at each request: a
+// reload that turns API keys on closes them to all but the admin token.
+func TestProfilingFollowsAReloadedGate(t *testing.T) {
+	up := newUpstream(t, okHandler)
+	cfg := testConfig(up.srv.URL)
+	cfg.Observability.Profiling = true
+	b, _ := newTestBalancer(t, cfg)
+	admin := httptest.NewServer(b.AdminHandler())
+	defer admin.Close()
+	path := admin.URL + "/debug/pprof/cmdline"
+	if resp, body := send(t, "GET", path, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("before the reload: %d %.200s", resp.StatusCode, body)
+	}
+	next := keysConfig(up.srv.URL)
+	next.Observability.Profiling = true
+	b.SetReloadSource(func() (Config, error) { return next, nil })
+	if resp, body := send(t, "POST", admin.URL+"/admin/reload", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("reload: %d %.300s", resp.StatusCode, body)
+	}
+	resp, body := send(t, "GET", path, "")
+	wantError(t, resp, body, http.StatusForbidden, openai.TypePermissionDenied)
+	if resp, body := send(t, "GET", path, "", "Authorization", "Bearer adm"); resp.StatusCode != http.StatusOK {
+		t.Errorf("with the admin token after the reload: %d %.200s", resp.StatusCode, body)
+	}
+}

@@ -70,7 +70,7 @@ func newAdminHandler(d adminDeps) http.Handler {
 		d.ui.Mount(mux)
 	}
 	if d.profiling {
-		profiling.Mount(mux, nil, nil)
+		profiling.Mount(mux, nil)
 	}
 	mux.HandleFunc("GET /debug/blocks", func(w http.ResponseWriter, r *http.Request) {
 		source, sets := d.blocks()

@@ -15,19 +15,17 @@ const Prefix = "/debug/pprof/"
 // Mount adds Go's profile endpoints to mux under Prefix: the index and the
 // named profiles (heap, goroutine, allocs, block, mutex, threadcreate),
 // cmdline, profile (CPU, ?seconds=N), symbol and trace. allow, when not nil,
-// decides per request whether the caller may profile; a request it refuses
-// gets refuse.
-func Mount(mux *http.ServeMux, allow func(*http.Request) bool, refuse http.HandlerFunc) {
+// is asked on every request whether the caller may profile, and answers the
+// request itself when not.
+func Mount(mux *http.ServeMux, allow func(http.ResponseWriter, *http.Request) bool) {
 	guard := func(h http.HandlerFunc) http.HandlerFunc {
 		if allow == nil {
 			return h
 		}
 		return func(w http.ResponseWriter, r *http.Request) {
-			if !allow(r) {
-				refuse(w, r)
-				return
+			if allow(w, r) {
+				h(w, r)
 			}
-			h(w, r)
 		}
 	}
 	mux.HandleFunc("GET "+Prefix, guard(pprof.Index))

@@ -12,7 +12,7 @@ import (
 // that refuses answers with its own response.
 func TestMount(t *testing.T) {
 	mux := http.NewServeMux()
-	Mount(mux, nil, nil)
+	Mount(mux, nil)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	for _, tc := range []struct{ path, want string }{
@@ -43,8 +43,13 @@ func TestMount(t *testing.T) {
 	}
 
 	guarded := http.NewServeMux()
-	Mount(guarded, func(r *http.Request) bool { return r.Header.Get("X-Allow") != "" },
-		func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusForbidden) })
+	Mount(guarded, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Header.Get("X-Allow") == "" {
+			http.Error(w, "no", http.StatusForbidden)
+			return false
+		}
+		return true
+	})
 	for _, allow := range []bool{false, true} {
 		req := httptest.NewRequest(http.MethodGet, Prefix+"cmdline", nil)
 		if allow {
