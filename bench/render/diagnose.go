@@ -66,6 +66,11 @@ func diagnose(own, rival *Group, replicas int) string {
 			out = append(out, fmt.Sprintf("the median only: p50 %.2f×, p99 %.2f×", r50, r99))
 		}
 	}
+	if rival != nil {
+		if text, ok := unevenMedian(own, rival); ok {
+			out = append(out, text)
+		}
+	}
 	if bench.Predicts(own.Run.Policy) {
 		if n := own.mean(func(r *bench.Result) float64 { return float64(r.Summary.Predicted) }); n > 0 {
 			if ex := own.mean(func(r *bench.Result) float64 { return r.Summary.PredictionExact }); ex < goalW1Predictions {
@@ -95,6 +100,62 @@ func diagnose(own, rival *Group, replicas int) string {
 		return "no cause in hit rate, balance, predictions or the load generator"
 	}
 	return strings.Join(out, "; ")
+}
+
+// unevenMedian says whether rival's lower median comes from an uneven
+// fleet: its replicas' median TTFTs (the mean over repetitions of the
+// fastest and of the slowest replica's) lie at least unevenRatio apart, at
+// least twice as far as own's, while own's p99 is no worse. Requests that
+// stay with their cache pile up on the replicas that hold it, which answer
+// fast and so hold the fleet's median, while another queues with fewer
+// requests (W2 at 1x: sglang_cache_aware's replicas' medians 49 and 563 ms,
+// the slow one with the most requests' tail, docs/bench.md): that median is
+// not a fleet that is faster everywhere, and a rule that keeps the tail
+// down gives it up.
+func unevenMedian(own, rival *Group) (string, bool) {
+	if own.p99() > rival.p99() {
+		return "", false
+	}
+	lo, hi := replicaMedians(rival)
+	olo, ohi := replicaMedians(own)
+	if lo <= 0 || olo <= 0 || hi < unevenRatio*lo || hi/lo < 2*ohi/olo {
+		return "", false
+	}
+	return fmt.Sprintf("%s's replicas' TTFT medians %.0f–%.0f ms (%s %.0f–%.0f ms): an uneven fleet whose fast replicas hold its median while one queues",
+		rival.Label, lo, hi, own.Label, olo, ohi), true
+}
+
+// unevenRatio is how far apart the fastest and the slowest replica's median
+// TTFTs must lie for unevenMedian.
+const unevenRatio = 3
+
+// replicaMedians returns the mean over repetitions of the fastest and of
+// the slowest replica's median TTFT of its measured requests, in ms (0, 0
+// without per-request replicas).
+func replicaMedians(g *Group) (lo, hi float64) {
+	for _, r := range g.Reps {
+		by := map[string][]time.Duration{}
+		for i := range r.Records {
+			rec := &r.Records[i]
+			if rec.Warmup || !rec.OK() || rec.Replica == "" {
+				continue
+			}
+			by[rec.Replica] = append(by[rec.Replica], rec.TTFT)
+		}
+		if len(by) == 0 {
+			return 0, 0
+		}
+		rlo, rhi := math.Inf(1), 0.0
+		for _, ts := range by {
+			slices.Sort(ts)
+			m := float64(ts[len(ts)/2]) / float64(time.Millisecond)
+			rlo, rhi = math.Min(rlo, m), math.Max(rhi, m)
+		}
+		lo += rlo
+		hi += rhi
+	}
+	n := float64(len(g.Reps))
+	return lo / n, hi / n
 }
 
 // preemptions is the mean over repetitions of the sequences the engines

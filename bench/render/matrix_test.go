@@ -240,6 +240,42 @@ func TestDiagnose(t *testing.T) {
 	}
 }
 
+// A rival whose median comes from an uneven fleet (fast replicas holding
+// its cache, one queueing) is named so, with both policies' replica
+// medians; not when the rival's replicas are even, nor when own's tail is
+// the worse one.
+func TestDiagnoseUnevenMedian(t *testing.T) {
+	group := func(label string, p99 float64, ttfts map[string][]time.Duration) *Group {
+		r := &bench.Result{}
+		for replica, ts := range ttfts {
+			for i, ttft := range ts {
+				r.Records = append(r.Records, bench.Record{Replica: replica, Scheduled: time.Duration(i) * time.Second, TTFT: ttft, E2E: ttft + time.Second, Status: 200})
+			}
+		}
+		r.Summary.TTFT = bench.Dist{N: len(r.Records), P50: 100, P99: p99}
+		return &Group{Label: label, Run: bench.RunInfo{Policy: label}, Reps: []*bench.Result{r}}
+	}
+	ms := func(vs ...int) []time.Duration {
+		out := make([]time.Duration, len(vs))
+		for i, v := range vs {
+			out[i] = time.Duration(v) * time.Millisecond
+		}
+		return out
+	}
+	even := map[string][]time.Duration{"a": ms(90, 100, 110), "b": ms(95, 105, 120)}
+	uneven := map[string][]time.Duration{"a": ms(40, 49, 60), "b": ms(400, 563, 900)}
+	const want = "sglang_cache_aware's replicas' TTFT medians 49–563 ms (cost_model 100–105 ms): an uneven fleet"
+	if got := diagnose(group("cost_model", 900, even), group("sglang_cache_aware", 1900, uneven), 2); !strings.Contains(got, want) {
+		t.Errorf("diagnose() lacks %q: %s", want, got)
+	}
+	if got := diagnose(group("cost_model", 900, even), group("sglang_cache_aware", 1900, even), 2); strings.Contains(got, "uneven") {
+		t.Errorf("an even rival called uneven: %s", got)
+	}
+	if got := diagnose(group("cost_model", 2000, even), group("sglang_cache_aware", 1900, uneven), 2); strings.Contains(got, "uneven") {
+		t.Errorf("an uneven rival with the lower tail explains a loss it does not: %s", got)
+	}
+}
+
 // The index merges every part present: two parts of one workload stay two
 // parts, each with its own report, the headline compares cost_model with
 // the best cache-blind and best peer runs, and a part without a peer run
