@@ -65,9 +65,12 @@ func ReadResult(path string) (*Result, error) {
 	}
 	// Goodput from the records, by today's definition (Summary.Goodput): a
 	// result written before 2026-12-04 divided by the span to its last
-	// answer's end. A result without records keeps its summary's.
+	// answer's end; and the requests whose usage arrived (Summary.Usage),
+	// which results written before 2026-12-06 lack. A result without
+	// records keeps its summary's.
 	if len(r.Records) > 0 {
-		r.Summary.Goodput = Summarize(r.Records, r.Config.SLO).Goodput
+		s := Summarize(r.Records, r.Config.SLO)
+		r.Summary.Goodput, r.Summary.Usage = s.Goodput, s.Usage
 	}
 	return &r, nil
 }

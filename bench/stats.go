@@ -68,8 +68,14 @@ type Summary struct {
 	// the share of measured requests that met it.
 	Goodput      float64 `json:"goodput_per_s"`
 	GoodFraction float64 `json:"good_fraction"`
-	// HitRateUsage is Σ cached / Σ prompt tokens from usage.
+	// HitRateUsage is Σ cached / Σ prompt tokens from usage, over the
+	// measured requests whose usage arrived (Usage of them).
 	HitRateUsage float64 `json:"hit_rate_usage"`
+	// Usage counts the measured requests whose usage arrived: a stream the
+	// drain deadline cut has none, so a run whose every stream was cut
+	// (the ladder at 1.5x: 1,000-token answers longer than its drain) has
+	// no hit rate from usage, not a hit rate of 0.
+	Usage int `json:"usage,omitempty"`
 	// HitRateEngine is hits / queries of the engines' counters from the end
 	// of the warm-up to the end of the run; 0 when not scraped.
 	HitRateEngine float64 `json:"hit_rate_engine"`
@@ -124,6 +130,9 @@ func Summarize(records []Record, slo SLO) Summary {
 		itl = append(itl, r.ITL...)
 		outTokens += r.CompletionTokens
 		prompt += r.PromptTokens
+		if r.PromptTokens > 0 {
+			s.Usage++
+		}
 		if r.CachedReported {
 			cache += r.CachedTokens
 		}

@@ -53,6 +53,9 @@ func TestSummarize(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Summarize mismatch (-want +got):\n%s", diff)
 	}
+	if s.Usage != 2 {
+		t.Errorf("usage arrived for %d requests, want 2 (the failed one has none)", s.Usage)
+	}
 	if s.Goodput != 0.5 {
 		t.Errorf("goodput %v/s, want 1 good request over 2 s of arrivals (1 s to 3 s)", s.Goodput)
 	}

@@ -25,17 +25,20 @@ func WriteTable(w io.Writer, results []*Result) error {
 	fmt.Fprintln(tw, "run\trequests\tfailed\tTTFT p50 ms\tTTFT p99 ms\tTPOT p50 ms\thit rate\tengine hit\t% of H_pool\tpredicted exact\tgoodput/s\tgood %\t")
 	for _, r := range results {
 		s := r.Summary
-		pool, pred := "-", "-"
-		if r.Bounds != nil && r.Bounds.HPoolLRU > 0 {
-			pool = fmt.Sprintf("%.0f%%", 100*s.HitRateUsage/r.Bounds.HPoolLRU)
+		pool, pred, hit := "-", "-", "-"
+		if s.Usage > 0 || s.HitRateUsage > 0 {
+			hit = fmt.Sprintf("%.3f", s.HitRateUsage)
+			if r.Bounds != nil && r.Bounds.HPoolLRU > 0 {
+				pool = fmt.Sprintf("%.0f%%", 100*s.HitRateUsage/r.Bounds.HPoolLRU)
+			}
 		}
 		if !Predicts(r.Run.Policy) {
 			pred = "n/a"
 		} else if s.Predicted > 0 {
 			pred = fmt.Sprintf("%.1f%%", 100*s.PredictionExact)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.1f\t%.3f\t%.3f\t%s\t%s\t%.2f\t%.1f\t\n", r.Config.Label, s.Requests, s.Failed,
-			s.TTFT.P50, s.TTFT.P99, s.TPOT.P50, s.HitRateUsage, s.HitRateEngine, pool, pred, s.Goodput, 100*s.GoodFraction)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%.0f\t%.1f\t%s\t%.3f\t%s\t%s\t%.2f\t%.1f\t\n", r.Config.Label, s.Requests, s.Failed,
+			s.TTFT.P50, s.TTFT.P99, s.TPOT.P50, hit, s.HitRateEngine, pool, pred, s.Goodput, 100*s.GoodFraction)
 	}
 	if len(results) > 0 && results[0].Bounds != nil {
 		b := results[0].Bounds

@@ -374,12 +374,17 @@ func writeRow(sb *strings.Builder, g, oracle *Group) {
 	if s(func(x bench.Summary) float64 { return x.SendLag.P99 }) > stallLagMS {
 		label += " †"
 	}
-	fmt.Fprintf(sb, "| %s | %.0f | %.0f | %.0f | %s | %.1f | %.1f | %.0f | %.0f | %.2f | %.1f | %.3f | %.3f | %s | %s | %s | %s | %.1f | %s |\n",
+	hitText, pool, inf, ofOracle := "-", "-", "-", "-"
+	if s(func(x bench.Summary) float64 { return float64(x.Usage) }) > 0 || hit > 0 {
+		hitText = fmt.Sprintf("%.3f", hit)
+		pool, inf = pct(hit, bound(func(b *bench.Bounds) float64 { return b.HPoolLRU })), pct(hit, bound(func(b *bench.Bounds) float64 { return b.HInf }))
+		ofOracle = pct(hit, oracleHit)
+	}
+	fmt.Fprintf(sb, "| %s | %.0f | %.0f | %.0f | %s | %.1f | %.1f | %.0f | %.0f | %.2f | %.1f | %s | %.3f | %s | %s | %s | %s | %.1f | %s |\n",
 		label, s(func(x bench.Summary) float64 { return float64(x.Requests) }), s(func(x bench.Summary) float64 { return float64(x.Failed) }),
 		g.p50(), p99, s(func(x bench.Summary) float64 { return x.TPOT.P50 }),
 		s(func(x bench.Summary) float64 { return x.ITL.P99 }), s(func(x bench.Summary) float64 { return x.E2E.P99 }),
 		s(func(x bench.Summary) float64 { return x.OutputTokensPerSec }), s(func(x bench.Summary) float64 { return x.Goodput }),
-		100*s(func(x bench.Summary) float64 { return x.GoodFraction }), hit, s(func(x bench.Summary) float64 { return x.HitRateEngine }),
-		pct(hit, bound(func(b *bench.Bounds) float64 { return b.HPoolLRU })), pct(hit, bound(func(b *bench.Bounds) float64 { return b.HInf })),
-		pct(hit, oracleHit), pred, s(func(x bench.Summary) float64 { return x.SendLag.P99 }), share)
+		100*s(func(x bench.Summary) float64 { return x.GoodFraction }), hitText, s(func(x bench.Summary) float64 { return x.HitRateEngine }),
+		pool, inf, ofOracle, pred, s(func(x bench.Summary) float64 { return x.SendLag.P99 }), share)
 }

@@ -74,6 +74,41 @@ func TestWriteReport(t *testing.T) {
 	}
 }
 
+// A run whose every stream the drain cut has no usage, so no hit rate from
+// usage: the report says "-", not 0.000 and 0% of the bounds (the ladder at
+// 1.5x showed cost_model's hit rate as 0.000 beside an engine hit rate of
+// 0.616).
+func TestReportRunWithoutUsage(t *testing.T) {
+	dir := t.TempDir()
+	cut := fakeResult("cost_model@1.5x", bench.RunInfo{Kind: bench.KindLoad, Policy: "cost_model", Balancers: 1, Load: 1.5}, 0.6, 40*time.Millisecond, 50)
+	for i := range cut.Records {
+		r := &cut.Records[i]
+		r.Cut, r.PromptTokens, r.CachedTokens, r.CachedReported = true, 0, 0, false
+	}
+	cut.Summary = bench.Summarize(cut.Records, cut.Config.SLO)
+	cut.Summary.HitRateEngine = 0.616
+	results := []*bench.Result{
+		fakeResult("cost_model", bench.RunInfo{Kind: bench.KindPolicy, Policy: "cost_model", Balancers: 1, Load: 1}, 0.6, 20*time.Millisecond, 50),
+		cut,
+	}
+	if err := Write(dir, results, ""); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for line := range strings.SplitSeq(string(md), "\n") {
+		if strings.HasPrefix(line, "| cost_model@1.5x | 50 |") {
+			row = line
+		}
+	}
+	if !strings.Contains(row, "| - | 0.616 | - | - | - |") {
+		t.Errorf("row of a run without usage = %q, want its hit rate and bound shares as -", row)
+	}
+}
+
 func TestNiceTicks(t *testing.T) {
 	for _, tt := range []struct {
 		lo, hi float64
