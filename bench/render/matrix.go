@@ -153,7 +153,7 @@ func goalEveryCell(cells []*cell) (Goal, []Loss) {
 		if !okGood {
 			t.losses = append(t.losses, Loss{Cell: c.name(), Goal: "goodput vs the best rival", Run: cm.Label,
 				Figure: fmt.Sprintf("%.2f/s (%.1f%% good)", cm.goodput(), 100*cm.good()), Rival: bg.Label,
-				RivalFigure: fmt.Sprintf("%.2f/s (%.1f%% good)", bg.goodput(), 100*bg.good()), Reason: diagnose(cm, bg, c.replicas)})
+				RivalFigure: fmt.Sprintf("%.2f/s (%.1f%% good)", bg.goodput(), 100*bg.good()), Reason: goodResolution(cm, bg) + "; " + diagnose(cm, bg, c.replicas)})
 		}
 	}
 	return t.goal(g, "cells"), t.losses

@@ -242,17 +242,17 @@ func TestDiagnose(t *testing.T) {
 
 // A rival whose median comes from an uneven fleet (fast replicas holding
 // its cache, one queueing) is named so, with both policies' replica
-// medians; not when the rival's replicas are even, nor when own's tail is
-// the worse one.
+// medians; not when the rival's replicas are even, nor when the rival's
+// tail is the lower or its median the higher.
 func TestDiagnoseUnevenMedian(t *testing.T) {
-	group := func(label string, p99 float64, ttfts map[string][]time.Duration) *Group {
+	group := func(label string, p50, p99 float64, ttfts map[string][]time.Duration) *Group {
 		r := &bench.Result{}
 		for replica, ts := range ttfts {
 			for i, ttft := range ts {
 				r.Records = append(r.Records, bench.Record{Replica: replica, Scheduled: time.Duration(i) * time.Second, TTFT: ttft, E2E: ttft + time.Second, Status: 200})
 			}
 		}
-		r.Summary.TTFT = bench.Dist{N: len(r.Records), P50: 100, P99: p99}
+		r.Summary.TTFT = bench.Dist{N: len(r.Records), P50: p50, P99: p99}
 		return &Group{Label: label, Run: bench.RunInfo{Policy: label}, Reps: []*bench.Result{r}}
 	}
 	ms := func(vs ...int) []time.Duration {
@@ -265,14 +265,43 @@ func TestDiagnoseUnevenMedian(t *testing.T) {
 	even := map[string][]time.Duration{"a": ms(90, 100, 110), "b": ms(95, 105, 120)}
 	uneven := map[string][]time.Duration{"a": ms(40, 49, 60), "b": ms(400, 563, 900)}
 	const want = "sglang_cache_aware's replicas' TTFT medians 49–563 ms (cost_model 100–105 ms): an uneven fleet"
-	if got := diagnose(group("cost_model", 900, even), group("sglang_cache_aware", 1900, uneven), 2); !strings.Contains(got, want) {
+	if got := diagnose(group("cost_model", 98, 900, even), group("sglang_cache_aware", 75, 1900, uneven), 2); !strings.Contains(got, want) {
 		t.Errorf("diagnose() lacks %q: %s", want, got)
 	}
-	if got := diagnose(group("cost_model", 900, even), group("sglang_cache_aware", 1900, even), 2); strings.Contains(got, "uneven") {
+	if got := diagnose(group("cost_model", 98, 900, even), group("sglang_cache_aware", 75, 1900, even), 2); strings.Contains(got, "uneven") {
 		t.Errorf("an even rival called uneven: %s", got)
 	}
-	if got := diagnose(group("cost_model", 2000, even), group("sglang_cache_aware", 1900, uneven), 2); strings.Contains(got, "uneven") {
-		t.Errorf("an uneven rival with the lower tail explains a loss it does not: %s", got)
+	if got := diagnose(group("cost_model", 98, 2000, even), group("sglang_cache_aware", 75, 1900, uneven), 2); strings.Contains(got, "uneven") {
+		t.Errorf("an uneven rival with the higher tail explains a loss it does not: %s", got)
+	}
+	if got := diagnose(group("cost_model", 70, 900, even), group("sglang_cache_aware", 75, 1900, uneven), 2); strings.Contains(got, "uneven") {
+		t.Errorf("an uneven rival with the higher median explains a loss it does not: %s", got)
+	}
+}
+
+// A goodput gap is given in requests a run, and said to be unresolved when
+// it is within twice the chance spread of two binomial means: the trace at
+// 1.5x, 116 requests a run, 98.5 good against 101, is; 1,000 requests a
+// run, 850 against 900, is not.
+func TestGoodResolution(t *testing.T) {
+	group := func(requests int, good ...float64) *Group {
+		g := &Group{Label: "x"}
+		for _, f := range good {
+			r := &bench.Result{}
+			r.Summary.Requests, r.Summary.GoodFraction = requests, f
+			g.Reps = append(g.Reps, r)
+		}
+		return g
+	}
+	got := goodResolution(group(116, 102.0/116, 95.0/116), group(116, 101.0/116, 101.0/116))
+	for _, want := range []string{"2.5 fewer good requests a run of 116 (one request is 0.86% of a run's goodput)", "too few requests to resolve the gap"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("goodResolution() = %q, lacks %q", got, want)
+		}
+	}
+	got = goodResolution(group(1000, 0.85, 0.85), group(1000, 0.9, 0.9))
+	if !strings.Contains(got, "50.0 fewer good requests a run of 1000") || strings.Contains(got, "too few") {
+		t.Errorf("goodResolution() of a resolved gap = %q", got)
 	}
 }
 
