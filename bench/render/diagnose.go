@@ -105,9 +105,10 @@ func diagnose(own, rival *Group, replicas int) string {
 // goodResolution says how many good requests a run own lost against rival
 // and whether so few requests resolve the gap: a run's good count is
 // binomial, so two policies equally good differ between means of r
-// repetitions of n requests by about sqrt(2·n·p·(1-p)/r) (p the rival's
-// good fraction); a gap under twice that is not one the cell can tell from
-// chance. The trace at 1.5x holds 116 requests a run: one request is 0.86%
+// repetitions of n requests by about sqrt(2·n·p·(1-p)/r) (p the two
+// policies' mean good fraction: the same chance for both, and not 0 when
+// one of them had every request good); a gap under twice that is not one
+// the cell can tell from chance. The trace at 1.5x holds 116 requests a run: one request is 0.86%
 // of its goodput, finer than the 1% goal can be read there.
 func goodResolution(own, rival *Group) string {
 	n := own.mean(func(r *bench.Result) float64 { return float64(r.Summary.Requests) })
@@ -118,7 +119,7 @@ func goodResolution(own, rival *Group) string {
 		return g.mean(func(r *bench.Result) float64 { return r.Summary.GoodFraction * float64(r.Summary.Requests) })
 	}
 	gap := good(rival) - good(own)
-	p := rival.good()
+	p := (own.good() + rival.good()) / 2
 	sd := math.Sqrt(2 * n * p * (1 - p) / float64(len(own.Reps)))
 	text := fmt.Sprintf("%.1f fewer good requests a run of %.0f (one request is %.2f%% of a run's goodput)", gap, n, 100/n)
 	if gap < 2*sd {

@@ -299,6 +299,10 @@ func TestGoodResolution(t *testing.T) {
 			t.Errorf("goodResolution() = %q, lacks %q", got, want)
 		}
 	}
+	// The uncut trace: 55 of 56 good against 56 of 56, one request.
+	if got := goodResolution(group(28, 27.0/28, 1), group(28, 1, 1)); !strings.Contains(got, "too few requests to resolve the gap") {
+		t.Errorf("goodResolution() of one request against a rival with every request good = %q", got)
+	}
 	got = goodResolution(group(1000, 0.85, 0.85), group(1000, 0.9, 0.9))
 	if !strings.Contains(got, "50.0 fewer good requests a run of 1000") || strings.Contains(got, "too few") {
 		t.Errorf("goodResolution() of a resolved gap = %q", got)
