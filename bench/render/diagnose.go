@@ -103,13 +103,13 @@ func diagnose(own, rival *Group, replicas int) string {
 }
 
 // goodResolution says how many good requests a run own lost against rival
-// and whether so few requests resolve the gap: a run's good count is
-// binomial, so two policies equally good differ between means of r
-// repetitions of n requests by about sqrt(2·n·p·(1-p)/r) (p the two
-// policies' mean good fraction: the same chance for both, and not 0 when
+// and whether so few requests resolve the gap. A run's good count is
+// binomial, so two equally good policies differ between means of r
+// repetitions of n requests by about sqrt(2·n·p·(1-p)/r), p the two
+// policies' mean good fraction (the same chance for both, and not 0 when
 // one of them had every request good); a gap under twice that is not one
-// the cell can tell from chance. The trace at 1.5x holds 116 requests a run: one request is 0.86%
-// of its goodput, finer than the 1% goal can be read there.
+// the cell can tell from chance. The trace at 1.5x holds 116 requests a
+// run: one request is 0.86% of its goodput, about the 1% goal itself.
 func goodResolution(own, rival *Group) string {
 	n := own.mean(func(r *bench.Result) float64 { return float64(r.Summary.Requests) })
 	if n <= 0 || len(own.Reps) == 0 {
@@ -131,14 +131,13 @@ func goodResolution(own, rival *Group) string {
 // unevenMedian says whether rival's lower median comes from an uneven
 // fleet: its replicas' median TTFTs (the mean over repetitions of the
 // fastest and of the slowest replica's) lie at least unevenRatio apart, at
-// least twice as far as own's, while own's median is the higher and its p99
-// no worse. Requests that
-// stay with their cache pile up on the replicas that hold it, which answer
-// fast and so hold the fleet's median, while another queues with fewer
-// requests (W2 at 1x: sglang_cache_aware's replicas' medians 49 and 563 ms,
-// the slow one with the most requests' tail, docs/bench.md): that median is
-// not a fleet that is faster everywhere, and a rule that keeps the tail
-// down gives it up.
+// least twice as far as own's, while own's median is the higher and its
+// p99 no worse. Requests that stay with their cache pile up where it is;
+// a replica that got fewer of them keeps its contexts and answers fast,
+// and its requests hold the fleet's median while another replica queues
+// (W2 at 1x, one repetition: sglang_cache_aware's replicas' medians 49 and
+// 563 ms, docs/bench.md). That median is not a fleet faster everywhere,
+// and a rule that keeps the tail down gives it up.
 func unevenMedian(own, rival *Group) (string, bool) {
 	if own.p50() <= rival.p50() || own.p99() > rival.p99() {
 		return "", false
