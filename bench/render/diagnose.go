@@ -111,8 +111,11 @@ func diagnose(own, rival *Group, replicas int) string {
 // the cell can tell from chance. The trace at 1.5x holds 116 requests a
 // run: one request is 0.86% of its goodput, about the 1% goal itself.
 func goodResolution(own, rival *Group) string {
+	if len(own.Reps) == 0 {
+		return "no measured requests"
+	}
 	n := own.mean(func(r *bench.Result) float64 { return float64(r.Summary.Requests) })
-	if n <= 0 || len(own.Reps) == 0 {
+	if n <= 0 {
 		return "no measured requests"
 	}
 	good := func(g *Group) float64 {
@@ -136,7 +139,7 @@ func goodResolution(own, rival *Group) string {
 // a replica that got fewer of them keeps its contexts and answers fast,
 // and its requests hold the fleet's median while another replica queues
 // (W2 at 1x, one repetition: sglang_cache_aware's replicas' medians 49 and
-// 563 ms, docs/bench.md). That median is not a fleet faster everywhere,
+// 555 ms, docs/bench.md). That median is not a fleet faster everywhere,
 // and a rule that keeps the tail down gives it up.
 func unevenMedian(own, rival *Group) (string, bool) {
 	if own.p50() <= rival.p50() || own.p99() > rival.p99() {
@@ -173,8 +176,7 @@ func replicaMedians(g *Group) (lo, hi float64) {
 		}
 		rlo, rhi := math.Inf(1), 0.0
 		for _, ts := range by {
-			slices.Sort(ts)
-			m := float64(ts[len(ts)/2]) / float64(time.Millisecond)
+			m := bench.NewDist(ts).P50
 			rlo, rhi = math.Min(rlo, m), math.Max(rhi, m)
 		}
 		lo += rlo
