@@ -369,9 +369,10 @@ func roomier(occ, than float64) bool {
 // writing its whole reserve while none ends), which a replica near full
 // passes on most requests and the engine's memory on few: on W6 at round
 // robin's capacity every replica was short by the bound in half the picks
-// while the engines preempted one request in 100-300 in most runs. Charged a whole
-// prefill, a replica short by a block scored a prefill worse than one that
-// fitted by a block, a step in the score no real difference stood behind,
+// while the engines preempted one request in 100-300 in most runs.
+// Charged a whole prefill, a replica short by a block scored a prefill
+// worse than one that fitted by a block, a step in the score no real
+// difference stood behind,
 // and the rotation among near-equal cold replicas (spread) broke on it:
 // arrivals went in bursts to whichever report showed a block to spare
 // (runs of up to 54 requests to one replica, 170 preemptions and a TTFT
