@@ -43,6 +43,8 @@ type Engine struct {
 	started  bool
 	stopped  bool
 	stepHook func(*stepPlan) // tests: called with every scheduled step
+	// finishedLog holds the last finished requests (FinishedRequests).
+	finishedLog requestLog
 }
 
 // NewEngine returns an engine for cfg. m may be nil (no metrics) and events
@@ -218,6 +220,7 @@ func (e *Engine) finish(s *seq, reason string, toks []uint32, t time.Time) {
 		cached:     max(s.cachedTokens, 0),
 		e2e:        t.Sub(s.arrival),
 	}
+	e.record(s, reason, t)
 	if !s.firstToken.IsZero() {
 		f.hasTimes = true
 		queued := s.readyAt

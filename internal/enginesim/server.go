@@ -49,6 +49,9 @@ type rankState struct {
 	cachedHashes func() []kvblock.Hash
 	// load reports the engine's occupancy (nil when unknown).
 	load func() Load
+	// finished lists the engine's last finished requests (nil when
+	// unknown).
+	finished func() []FinishedRequest
 	// inflight counts the requests this front end has on the rank.
 	inflight atomic.Int64
 }
@@ -115,6 +118,7 @@ func newFrontEnd(cfg Config, log *slog.Logger, tok promptTokenizer, ranks []*ran
 		"/inferrail/debug/restart":  {http.MethodPost: s.handleRestart},
 		"/inferrail/debug/kv_cache": {http.MethodGet: s.handleKVCache},
 		"/inferrail/debug/load":     {http.MethodGet: s.handleLoad},
+		"/inferrail/debug/requests": {http.MethodGet: s.handleRequests},
 	}
 	for _, f := range cfg.Faults {
 		s.faults.add(f, nil)

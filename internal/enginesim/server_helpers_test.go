@@ -63,7 +63,7 @@ func newSimHarness(t testing.TB, cfg Config) *simHarness {
 			t.Fatal(err)
 		}
 		h.engines = append(h.engines, eng)
-		ranks[r] = &rankState{rank: r, core: eng, load: eng.Load, cachedHashes: func() []kvblock.Hash {
+		ranks[r] = &rankState{rank: r, core: eng, load: eng.Load, finished: eng.FinishedRequests, cachedHashes: func() []kvblock.Hash {
 			var hs []kvblock.Hash
 			for _, b := range eng.CachedBlocks() {
 				hs = append(hs, b.Hash)

@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("sim: engine rank %d: %w", r, err)
 		}
-		rs := &rankState{rank: r, core: eng, load: eng.Load, cachedHashes: func() []kvblock.Hash {
+		rs := &rankState{rank: r, core: eng, load: eng.Load, finished: eng.FinishedRequests, cachedHashes: func() []kvblock.Hash {
 			blocks := eng.CachedBlocks()
 			hs := make([]kvblock.Hash, len(blocks))
 			for i, b := range blocks {
