@@ -64,6 +64,15 @@ type Record struct {
 	// Warmup marks requests scheduled during the warm-up, left out of the
 	// summary.
 	Warmup bool `json:"warmup,omitempty"`
+	// RequestID is the X-Request-Id the harness sent ("" in results from
+	// before it sent one).
+	RequestID string `json:"request_id,omitempty"`
+	// EngineTTFT is the engine's own time from the request's arrival there
+	// to its first token (enginesim.FinishedRequest.TTFT): the TTFT without
+	// the load generator, the balancer, the sidecar and their machine. 0
+	// where the engine lists no such request (an engine other than the
+	// simulator, or no first token).
+	EngineTTFT time.Duration `json:"engine_ttft_ns,omitempty"`
 }
 
 // OK reports whether the request was answered: it completed, or the
@@ -117,6 +126,9 @@ func (c *client) do(ctx context.Context, body []byte, scheduled time.Duration, r
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
+	if rec.RequestID != "" {
+		req.Header.Set("X-Request-Id", rec.RequestID)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		rec.Err = fmt.Sprintf("send: %v", err)

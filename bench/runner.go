@@ -105,8 +105,9 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 	// requests already sent go on under runCtx.
 	turnCtx, stopTurns := context.WithCancel(runCtx)
 	defer stopTurns()
+	run := runNonce() // request ids unique to this run
 	for _, s := range sessions {
-		wg.Go(func() { r.session(turnCtx, runCtx, clients, s, add) })
+		wg.Go(func() { r.session(turnCtx, runCtx, clients, run, s, add) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -146,6 +147,13 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 		r.log.Warn("engine counters unavailable", "err", berr)
 	}
 	after, aerr := scrapeCounters(context.WithoutCancel(ctx), r.http, r.cfg.EngineMetrics)
+	if ttfts, err := fetchEngineTTFTs(context.WithoutCancel(ctx), r.http, r.cfg.EngineMetrics); err != nil {
+		r.log.Debug("engine timings unavailable", "err", err)
+	} else {
+		for i := range records {
+			records[i].EngineTTFT = ttfts[records[i].RequestID]
+		}
+	}
 	slices.SortFunc(records, func(a, b Record) int { return int(a.Scheduled - b.Scheduled) })
 	slices.SortStableFunc(prompts, func(a, b Prompt) int { return int(a.At - b.At) })
 	res := &Result{Config: r.cfg, Records: records, Elapsed: elapsed}
@@ -167,7 +175,7 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 
 // session sends one session's turns in order, each when it is due, until
 // turns ends; reqs bounds the requests.
-func (r *Runner) session(turns, reqs context.Context, clients []*client, s Session, add func(Record, Prompt)) {
+func (r *Runner) session(turns, reqs context.Context, clients []*client, run string, s Session, add func(Record, Prompt)) {
 	c := clients[0]
 	var msgs []chatMessage
 	if s.System != "" {
@@ -187,7 +195,7 @@ func (r *Runner) session(turns, reqs context.Context, clients []*client, s Sessi
 			add(Record{Session: s.ID, Turn: i, Scheduled: due, Err: err.Error()}, Prompt{})
 			return
 		}
-		rec := Record{Session: s.ID, Turn: i, Warmup: due < r.cfg.Warmup}
+		rec := Record{Session: s.ID, Turn: i, Warmup: due < r.cfg.Warmup, RequestID: fmt.Sprintf("bench-%s-s%d-t%d", run, s.ID, i)}
 		c := clients[targetOf(s.ID, i, len(clients))]
 		reqCtx, cancel := context.WithTimeout(reqs, r.cfg.RequestTimeout)
 		answer := c.do(reqCtx, body, due, &rec)

@@ -15,8 +15,9 @@ import (
 // over replicas (the busiest replica's share against a fair share, and the
 // most requests awaiting their first token on one replica at once), the
 // shape of the TTFT distribution (a tail only, or every request slower),
-// prediction accuracy, the engines' preemptions, failures, stalls of the
-// load generator and stalls of the whole fleet.
+// prediction accuracy, the engines' preemptions, the TTFTs the engines
+// measured themselves, failures, stalls of the load generator and stalls of
+// the whole fleet.
 func diagnose(own, rival *Group, replicas int) string {
 	var out []string
 	if rival != nil {
@@ -68,6 +69,9 @@ func diagnose(own, rival *Group, replicas int) string {
 	}
 	if rival != nil {
 		if text, ok := unevenMedian(own, rival); ok {
+			out = append(out, text)
+		}
+		if text, ok := engineSide(own, rival); ok {
 			out = append(out, text)
 		}
 	}

@@ -1,0 +1,45 @@
+package render
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/bench"
+)
+
+// engineSide reports the engines' own TTFTs of both runs, says the gap is
+// outside the engines when their p99s are alike while the client's are
+// not, says nothing more when the engines' p99s differ as much, and stays
+// out of results without the engines' timings.
+func TestEngineSide(t *testing.T) {
+	run := func(label string, base, engine time.Duration) *Group {
+		r := fakeResult(label, bench.RunInfo{Kind: bench.KindPolicy, Policy: label, Balancers: 1, Load: 1}, 0.5, base, 100)
+		for i := range r.Records {
+			if engine > 0 {
+				r.Records[i].EngineTTFT = engine + time.Duration(i)*time.Millisecond
+			}
+		}
+		return &Group{Label: label, Run: r.Run, Reps: []*bench.Result{r}}
+	}
+	rival := run("round_robin", 100*time.Millisecond, 80*time.Millisecond)
+
+	own := run("cost_model", 200*time.Millisecond, 80*time.Millisecond)
+	text, ok := engineSide(own, rival)
+	if !ok || !strings.Contains(text, "p50 129 vs 129 ms, p99 178 vs 178 ms") || !strings.Contains(text, "outside the engines") {
+		t.Errorf("engines alike, client's p99 2×: %q %v; want both engines' p50 and p99 and the gap placed outside the engines", text, ok)
+	}
+	if d := diagnose(own, rival, 4); !strings.Contains(d, "at the engines (arrival there to first token)") {
+		t.Errorf("diagnose() = %q, want the engines' own TTFTs in it", d)
+	}
+
+	slow := run("cost_model", 200*time.Millisecond, 180*time.Millisecond)
+	if text, ok := engineSide(slow, rival); !ok || strings.Contains(text, "outside") || !strings.Contains(text, "p99 278 vs 178 ms") {
+		t.Errorf("engines as slow as the client: %q %v; want the figures and no verdict", text, ok)
+	}
+
+	old := run("cost_model", 200*time.Millisecond, 0)
+	if text, ok := engineSide(old, rival); ok {
+		t.Errorf("results without the engines' timings: %q, want nothing", text)
+	}
+}
