@@ -27,34 +27,7 @@ func TestBaselinesRouteAFleet(t *testing.T) {
 	}
 	for _, policy := range route.Baselines {
 		t.Run(policy, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
-			defer cancel()
-			cfg := devfleet.DefaultConfig()
-			cfg.Binary, cfg.Replicas, cfg.Balancers, cfg.Port = bin, 2, 1, 0
-			cfg.ZeroLatency, cfg.CacheBlocks, cfg.Policy = true, 2000, policy
-			cfg.LogDir = t.TempDir()
-			f, err := devfleet.Start(ctx, cfg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if err := f.Stop(); err != nil {
-					t.Errorf("stop: %v", err)
-				}
-			}()
-			bc := bench.DefaultConfig()
-			bc.Warmup, bc.Targets = 0, []string{f.Balancers[0].URL}
-			bc.EngineMetrics = f.EngineMetricsURLs()
-			bc.CacheBlocks = cfg.CacheBlocks
-			wl := bench.DefaultWorkload(bench.W1)
-			wl.Groups, wl.SystemTokens, wl.Rate, wl.MaxSessions, wl.Duration = 2, 256, 20, 16, 0
-			res, err := bench.RunWorkload(ctx, bc, wl, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s := res.Summary; s.Requests != 16 || s.Failed != 0 {
-				t.Fatalf("%d requests, %d failed; want 16 and 0", s.Requests, s.Failed)
-			}
+			res, f := runShortW1(t, bin, policy, true)
 			for _, r := range res.Records {
 				if r.Replica == "" {
 					t.Fatalf("request %d: no x-inferrail-replica", r.Session)
@@ -79,6 +52,44 @@ func TestBaselinesRouteAFleet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runShortW1 starts a cold fleet of the real binary (2 simulators, with
+// their latency model unless zeroLatency, 2 sidecars, 1 balancer with the
+// policy), runs 16 W1 sessions against it the way `bench compare` does
+// (the engines' counters and timings read), checks that every request
+// completed and returns the result and the fleet, which stops at cleanup.
+func runShortW1(t *testing.T, bin, policy string, zeroLatency bool) (*bench.Result, *devfleet.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
+	t.Cleanup(cancel)
+	cfg := devfleet.DefaultConfig()
+	cfg.Binary, cfg.Replicas, cfg.Balancers, cfg.Port = bin, 2, 1, 0
+	cfg.ZeroLatency, cfg.CacheBlocks, cfg.Policy = zeroLatency, 2000, policy
+	cfg.LogDir = t.TempDir()
+	f, err := devfleet.Start(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	bc := bench.DefaultConfig()
+	bc.Warmup, bc.Targets = 0, []string{f.Balancers[0].URL}
+	bc.EngineMetrics = f.EngineMetricsURLs()
+	bc.CacheBlocks = cfg.CacheBlocks
+	wl := bench.DefaultWorkload(bench.W1)
+	wl.Groups, wl.SystemTokens, wl.Rate, wl.MaxSessions, wl.Duration = 2, 256, 20, 16, 0
+	res, err := bench.RunWorkload(ctx, bc, wl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Summary; s.Requests != 16 || s.Failed != 0 {
+		t.Fatalf("%d requests, %d failed; want 16 and 0", s.Requests, s.Failed)
+	}
+	return res, f
 }
 
 // grepLines returns the lines of s that contain sub.

@@ -1,12 +1,9 @@
 package devfleet_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
-	"github.com/inferrail/inferrail/bench"
-	"github.com/inferrail/inferrail/internal/devfleet"
+	"github.com/inferrail/inferrail/balancer/route"
 )
 
 // A bench run on a fleet of the real binary (2 simulators with their
@@ -17,35 +14,7 @@ import (
 // engine, which is above zero and no longer than the client's, counted from
 // the scheduled send.
 func TestBenchJoinsTheEnginesTimings(t *testing.T) {
-	bin := buildBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
-	defer cancel()
-	cfg := devfleet.DefaultConfig()
-	cfg.Binary, cfg.Replicas, cfg.Balancers, cfg.Port = bin, 2, 1, 0
-	cfg.CacheBlocks = 2000
-	cfg.LogDir = t.TempDir()
-	f, err := devfleet.Start(ctx, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := f.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
-	bc := bench.DefaultConfig()
-	bc.Warmup, bc.Targets = 0, []string{f.Balancers[0].URL}
-	bc.EngineMetrics = f.EngineMetricsURLs()
-	bc.CacheBlocks = cfg.CacheBlocks
-	wl := bench.DefaultWorkload(bench.W1)
-	wl.Groups, wl.SystemTokens, wl.Rate, wl.MaxSessions, wl.Duration = 2, 256, 20, 16, 0
-	res, err := bench.RunWorkload(ctx, bc, wl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s := res.Summary; s.Requests != 16 || s.Failed != 0 {
-		t.Fatalf("%d requests, %d failed; want 16 and 0", s.Requests, s.Failed)
-	}
+	res, _ := runShortW1(t, buildBinary(t), route.PolicyCostModel, false)
 	ids := map[string]bool{}
 	for _, r := range res.Records {
 		if r.RequestID == "" || ids[r.RequestID] {
