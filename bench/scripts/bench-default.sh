@@ -88,11 +88,22 @@ compare() {
 			--balancer-counts 4 --balancer-policies "$SWEEP" "$@"
 		return
 	fi
-	rm -rf "${RESULTS:?}/$part"
-	"$BIN" bench compare --out "$RESULTS/$part" --report "" --replicas 4 --seed 1 --repetitions "$REPS" \
+	# The part runs into a staging directory (ignored by git) and replaces
+	# the committed one only when it is done: an interrupted part leaves
+	# the committed results in place, and nothing committed is missing
+	# from the work tree while a part runs.
+	staging="$RESULTS/tmp/$part"
+	rm -rf "${staging:?}"
+	mkdir -p "$RESULTS/tmp"
+	"$BIN" bench compare --out "$staging" --report "" --replicas 4 --seed 1 --repetitions "$REPS" \
 		--policies "$POLICIES" --peer-policies "$PEERS" --load-factors "$loads" --load-policies "$SWEEP" \
 		--balancer-counts 4 --balancer-policies "$SWEEP" "$@" ||
 		echo "bench: some $part runs failed (see above); the report shows the others" >&2
+	if [ -d "$staging" ]; then
+		rm -rf "${RESULTS:?}/$part"
+		mv "$staging" "$RESULTS/$part"
+	fi
+	rmdir "$RESULTS/tmp" 2>/dev/null || true
 }
 for w in ${WORKLOADS:-W1 W2 W3 W6 ladder mooncake mooncake-h100}; do
 	case $w in
