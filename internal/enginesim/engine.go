@@ -223,11 +223,7 @@ func (e *Engine) finish(s *seq, reason string, toks []uint32, t time.Time) {
 	e.record(s, reason, t)
 	if !s.firstToken.IsZero() {
 		f.hasTimes = true
-		queued := s.readyAt
-		if queued.IsZero() {
-			queued = s.arrival
-		}
-		f.queue = s.firstSched.Sub(queued)
+		f.queue = s.queueTime()
 		f.prefill = s.firstToken.Sub(s.firstSched)
 		f.decode = s.lastToken.Sub(s.firstToken)
 		f.inference = s.lastToken.Sub(s.firstSched)

@@ -70,11 +70,7 @@ func (e *Engine) record(s *seq, reason string, t time.Time) {
 		E2E:          t.Sub(s.arrival),
 	}
 	if !s.firstToken.IsZero() {
-		queued := s.readyAt
-		if queued.IsZero() {
-			queued = s.arrival
-		}
-		r.Queue = s.firstSched.Sub(queued)
+		r.Queue = s.queueTime()
 		r.TTFT = s.firstToken.Sub(s.arrival)
 	}
 	e.finishedLog.add(r)

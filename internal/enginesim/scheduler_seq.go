@@ -48,6 +48,16 @@ type seq struct {
 
 func (s *seq) numTokens() int { return len(s.tokens) }
 
+// queueTime is the wait from readiness (the arrival with ZeroLatency) to
+// the first admission.
+func (s *seq) queueTime() time.Duration {
+	ready := s.readyAt
+	if ready.IsZero() {
+		ready = s.arrival
+	}
+	return s.firstSched.Sub(ready)
+}
+
 // appendToken adds a generated token and extends the block-hash chain when
 // it completes a block.
 func (s *seq) appendToken(tok uint32, bs int) {
