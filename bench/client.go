@@ -73,6 +73,13 @@ type Record struct {
 	// where the engine lists no such request (an engine other than the
 	// simulator, or no first token).
 	EngineTTFT time.Duration `json:"engine_ttft_ns,omitempty"`
+	// EngineArrival is the request's arrival at the engine
+	// (enginesim.FinishedRequest.Arrival), from the run's start by the wall
+	// clock: with the engines on the load generator's machine, minus
+	// Scheduled and SendLag it is the way from the client to the engine
+	// (the balancer and the sidecar), and TTFT minus that and EngineTTFT the
+	// way back. 0 where the engine lists no arrival.
+	EngineArrival time.Duration `json:"engine_arrival_ns,omitempty"`
 }
 
 // OK reports whether the request was answered: it completed, or the

@@ -29,15 +29,24 @@ func runNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// fetchEngineTTFTs returns the engines' own TTFTs of the requests they
+// EngineTiming is one request as an engine timed it.
+type EngineTiming struct {
+	// Arrival is the engine front end's receipt by the wall clock (zero
+	// from a simulator older than it).
+	Arrival time.Time
+	// TTFT is the engine's time from Arrival to the first token.
+	TTFT time.Duration
+}
+
+// fetchEngineTimes returns the engines' own timings of the requests they
 // finished with a first token, keyed by the id the client sent: each
 // engine's page is found beside its metrics page (engineRequestsPath on the
 // same host). An engine that serves no such page makes it return an error.
-func fetchEngineTTFTs(ctx context.Context, hc *http.Client, metrics []string) (map[string]time.Duration, error) {
+func fetchEngineTimes(ctx context.Context, hc *http.Client, metrics []string) (map[string]EngineTiming, error) {
 	if len(metrics) == 0 {
 		return nil, fmt.Errorf("no engines")
 	}
-	out := map[string]time.Duration{}
+	out := map[string]EngineTiming{}
 	for _, m := range metrics {
 		u, err := url.Parse(m)
 		if err != nil {
@@ -62,24 +71,25 @@ func fetchEngineTTFTs(ctx context.Context, hc *http.Client, metrics []string) (m
 		case len(body) > maxEngineRequestsBytes:
 			return nil, fmt.Errorf("engine requests %s: over %d bytes", u, maxEngineRequestsBytes)
 		}
-		if err := ParseEngineTTFTs(body, out); err != nil {
+		if err := ParseEngineTimes(body, out); err != nil {
 			return nil, fmt.Errorf("engine requests %s: %w", u, err)
 		}
 	}
 	return out, nil
 }
 
-// ParseEngineTTFTs adds to into the TTFT of every request in the body of
+// ParseEngineTimes adds to into the timings of every request in the body of
 // GET /inferrail/debug/requests that has a first token, keyed by the id the
 // client sent: the engine request id without the suffix the front end adds
 // after its last '-'. A request the balancer retried elsewhere before its
 // first byte appears on two engines; the one with a first token counts.
-func ParseEngineTTFTs(body []byte, into map[string]time.Duration) error {
+func ParseEngineTimes(body []byte, into map[string]EngineTiming) error {
 	var page struct {
 		Ranks []struct {
 			Requests []struct {
-				ID   string        `json:"id"`
-				TTFT time.Duration `json:"ttft_ns"`
+				ID      string        `json:"id"`
+				Arrival time.Time     `json:"arrival"`
+				TTFT    time.Duration `json:"ttft_ns"`
 			} `json:"requests"`
 		} `json:"ranks"`
 	}
@@ -92,7 +102,7 @@ func ParseEngineTTFTs(body []byte, into map[string]time.Duration) error {
 			if i <= 0 || r.TTFT <= 0 {
 				continue
 			}
-			into[r.ID[:i]] = r.TTFT
+			into[r.ID[:i]] = EngineTiming{Arrival: r.Arrival, TTFT: r.TTFT}
 		}
 	}
 	return nil

@@ -147,11 +147,17 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 		r.log.Warn("engine counters unavailable", "err", berr)
 	}
 	after, aerr := scrapeCounters(context.WithoutCancel(ctx), r.http, r.cfg.EngineMetrics)
-	if ttfts, err := fetchEngineTTFTs(context.WithoutCancel(ctx), r.http, r.cfg.EngineMetrics); err != nil {
+	if times, err := fetchEngineTimes(context.WithoutCancel(ctx), r.http, r.cfg.EngineMetrics); err != nil {
 		r.log.Debug("engine timings unavailable", "err", err)
 	} else {
 		for i := range records {
-			records[i].EngineTTFT = ttfts[records[i].RequestID]
+			t := times[records[i].RequestID]
+			records[i].EngineTTFT = t.TTFT
+			if !t.Arrival.IsZero() {
+				// By the wall clock: start's monotonic reading has no
+				// counterpart in another process's time.
+				records[i].EngineArrival = t.Arrival.Sub(start.Round(0))
+			}
 		}
 	}
 	slices.SortFunc(records, func(a, b Record) int { return int(a.Scheduled - b.Scheduled) })

@@ -74,6 +74,9 @@ func diagnose(own, rival *Group, replicas int) string {
 		if text, ok := engineSide(own, rival); ok {
 			out = append(out, text)
 		}
+		if text, ok := tailSplit(own, rival); ok {
+			out = append(out, text)
+		}
 	}
 	if bench.Predicts(own.Run.Policy) {
 		if n := own.mean(func(r *bench.Result) float64 { return float64(r.Summary.Predicted) }); n > 0 {

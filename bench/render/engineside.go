@@ -1,7 +1,10 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/inferrail/inferrail/bench"
@@ -62,4 +65,70 @@ func engineTTFT(g *Group) (p50, p99 float64, ok bool) {
 	}
 	n := float64(len(g.Reps))
 	return p50 / n, p99 / n, true
+}
+
+// tailShare is the share of a run's answered requests, the slowest by the
+// client's TTFT, whose time tailHops splits.
+const tailShare = 0.01
+
+// hops is where requests spent their TTFT, in ms: the load generator's
+// lateness in sending (lag), the way to the engine (in: the client's
+// connection, the balancer and the sidecar), the engine's own TTFT, and the
+// way back to the client (out: the same proxies and the client's reading).
+type hops struct{ lag, in, engine, out float64 }
+
+// tailHops returns the mean over repetitions of the mean hops of each run's
+// slowest tailShare of measured answered requests (at least one). Every
+// part comes from one request's times (bench.Record.EngineArrival), so the
+// four add up to those requests' mean TTFT, which p99s of the parts would
+// not. ok is false unless every repetition has the engines' arrivals for at
+// least minEngineShare of its answered requests (results from before the
+// simulator listed them have none).
+func tailHops(g *Group) (h hops, ok bool) {
+	if len(g.Reps) == 0 {
+		return h, false
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	for _, r := range g.Reps {
+		var recs []*bench.Record
+		answered := 0
+		for i := range r.Records {
+			rec := &r.Records[i]
+			if rec.Warmup || !rec.OK() {
+				continue
+			}
+			answered++
+			if rec.EngineTTFT > 0 && rec.EngineArrival > 0 {
+				recs = append(recs, rec)
+			}
+		}
+		if answered == 0 || float64(len(recs)) < minEngineShare*float64(answered) {
+			return hops{}, false
+		}
+		slices.SortFunc(recs, func(a, b *bench.Record) int { return cmp.Compare(b.TTFT, a.TTFT) })
+		n := max(1, int(math.Ceil(tailShare*float64(len(recs)))))
+		var sum hops
+		for _, rec := range recs[:n] {
+			in := rec.EngineArrival - rec.Scheduled - rec.SendLag
+			sum.lag += ms(rec.SendLag)
+			sum.in += ms(in)
+			sum.engine += ms(rec.EngineTTFT)
+			sum.out += ms(rec.TTFT - rec.SendLag - in - rec.EngineTTFT)
+		}
+		k := float64(n) * float64(len(g.Reps))
+		h.lag, h.in, h.engine, h.out = h.lag+sum.lag/k, h.in+sum.in/k, h.engine+sum.engine/k, h.out+sum.out/k
+	}
+	return h, true
+}
+
+// tailSplit compares where own's and rival's slowest requests spent their
+// time (tailHops).
+func tailSplit(own, rival *Group) (string, bool) {
+	o, ok1 := tailHops(own)
+	r, ok2 := tailHops(rival)
+	if !ok1 || !ok2 {
+		return "", false
+	}
+	return fmt.Sprintf("the slowest 1%% of requests (means): sent %.0f vs %.0f ms late, %.0f vs %.0f ms to the engine, %.0f vs %.0f ms there, %.0f vs %.0f ms back",
+		o.lag, r.lag, o.in, r.in, o.engine, r.engine, o.out, r.out), true
 }

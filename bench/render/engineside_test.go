@@ -43,3 +43,38 @@ func TestEngineSide(t *testing.T) {
 		t.Errorf("results without the engines' timings: %q, want nothing", text)
 	}
 }
+
+// tailSplit splits the slowest 1% of each run's requests (one of 100 here,
+// the slowest) into the send lag, the way to the engine, the engine's TTFT
+// and the way back, which add up to its TTFT; it stays out of results
+// without the engines' arrivals.
+func TestTailSplit(t *testing.T) {
+	run := func(label string, base, lag, in, engine time.Duration) *Group {
+		r := fakeResult(label, bench.RunInfo{Kind: bench.KindPolicy, Policy: label, Balancers: 1, Load: 1}, 0.5, base, 100)
+		for i := range r.Records {
+			rec := &r.Records[i]
+			rec.Scheduled = time.Duration(i) * time.Second
+			rec.SendLag = lag
+			if engine > 0 {
+				rec.EngineArrival = rec.Scheduled + lag + in
+				rec.EngineTTFT = engine
+			}
+		}
+		return &Group{Label: label, Run: r.Run, Reps: []*bench.Result{r}}
+	}
+	// The slowest: TTFT base + 99 ms.
+	own := run("cost_model-4b", 100*time.Millisecond, 3*time.Millisecond, 40*time.Millisecond, 30*time.Millisecond)
+	rival := run("cost_model", 50*time.Millisecond, time.Millisecond, 2*time.Millisecond, 30*time.Millisecond)
+	text, ok := tailSplit(own, rival)
+	want := "the slowest 1% of requests (means): sent 3 vs 1 ms late, 40 vs 2 ms to the engine, 30 vs 30 ms there, 126 vs 116 ms back"
+	if !ok || text != want {
+		t.Errorf("tailSplit() = %q %v, want %q", text, ok, want)
+	}
+	if d := diagnose(own, rival, 4); !strings.Contains(d, want) {
+		t.Errorf("diagnose() = %q, want the split in it", d)
+	}
+	old := run("cost_model", 50*time.Millisecond, time.Millisecond, 0, 0)
+	if text, ok := tailSplit(own, old); ok {
+		t.Errorf("a rival without the engines' arrivals: %q, want nothing", text)
+	}
+}

@@ -12,7 +12,9 @@ import (
 // joins each answered request with the engine's own timing from the
 // simulator's /inferrail/debug/requests: a TTFT from the arrival at the
 // engine, which is above zero and no longer than the client's, counted from
-// the scheduled send.
+// the scheduled send, and the arrival by the wall clock, after the client
+// sent the request and early enough for the engine's first token to come
+// before the client's.
 func TestBenchJoinsTheEnginesTimings(t *testing.T) {
 	res, _ := runShortW1(t, buildBinary(t), route.PolicyCostModel, false)
 	ids := map[string]bool{}
@@ -23,6 +25,11 @@ func TestBenchJoinsTheEnginesTimings(t *testing.T) {
 		ids[r.RequestID] = true
 		if r.EngineTTFT <= 0 || r.EngineTTFT > r.TTFT {
 			t.Errorf("session %d turn %d (%s): engine TTFT %v, client TTFT %v; want 0 < engine ≤ client", r.Session, r.Turn, r.RequestID, r.EngineTTFT, r.TTFT)
+		}
+		sent := r.Scheduled + r.SendLag
+		if r.EngineArrival < sent || r.EngineArrival+r.EngineTTFT > r.Scheduled+r.TTFT {
+			t.Errorf("session %d turn %d (%s): sent at %v, first token at %v, engine arrival at %v and its first token %v later; want the engine's span within the client's",
+				r.Session, r.Turn, r.RequestID, sent, r.Scheduled+r.TTFT, r.EngineArrival, r.EngineTTFT)
 		}
 	}
 }

@@ -13,8 +13,12 @@ type FinishedRequest struct {
 	// ID is the engine request id (Request.ID): the front end's base id
 	// (the client's X-Request-Id when it sent one) and a random suffix after
 	// the last '-'.
-	ID           string `json:"id"`
-	PromptTokens int    `json:"prompt_tokens"`
+	ID string `json:"id"`
+	// Arrival is the front end's receipt by the machine's wall clock, so a
+	// client on the same machine can split its own latency into the way to
+	// the engine, the engine's TTFT and the way back.
+	Arrival      time.Time `json:"arrival"`
+	PromptTokens int       `json:"prompt_tokens"`
 	// CachedTokens is the prefix hit at the first admission.
 	CachedTokens int `json:"cached_tokens"`
 	OutputTokens int `json:"output_tokens"`
@@ -62,6 +66,7 @@ func (l *requestLog) list() []FinishedRequest {
 func (e *Engine) record(s *seq, reason string, t time.Time) {
 	r := FinishedRequest{
 		ID:           s.req.ID,
+		Arrival:      s.arrival.Round(0),
 		PromptTokens: s.promptLen,
 		CachedTokens: max(s.cachedTokens, 0),
 		OutputTokens: s.numOutput,
