@@ -12,9 +12,16 @@ import (
 	"github.com/inferrail/inferrail/internal/kvblock"
 )
 
-// maxLag is how far the virtual timeline may fall behind the wall clock
-// (a slow machine, a long GC) before the engine re-anchors it to now.
-const maxLag = 20 * time.Millisecond
+// maxCatchUp is how far the virtual timeline may fall behind the wall clock
+// before the engine re-anchors it to now. Within it, a step loop the
+// machine woke late (a busy CPU, a long GC) runs the steps it owes back to
+// back until its timeline is at the wall clock again, so the simulated GPU
+// computes as much per second as its latency model says whatever CPU the
+// machine gives the simulator. Beyond it (a process stopped for a second)
+// the lost time is not made up. Re-anchoring at 20 ms, as before 2026-12-06,
+// cost four simulators beside four balancers on a 2-core machine 1.7 s of
+// engine time in a W6 run and doubled their preemptions (docs/sim.md).
+const maxCatchUp = time.Second
 
 // Engine is one simulated vLLM engine core: a step loop with continuous
 // batching and chunked prefill, a vLLM-style block pool with prefix caching,

@@ -12,8 +12,10 @@ import (
 //
 // Step k ends at t_k = t_(k-1) + StepTime on a virtual timeline and the loop
 // sleeps until t_k, so timer overshoot never accumulates; outputs carry t_k.
-// When the engine goes idle (or falls more than 20 ms behind the wall clock)
-// the timeline re-anchors to time.Now(). With ZeroLatency steps run back to
+// A loop woken late catches up: its next steps start at the previous ones'
+// ends, back to back, until the timeline reaches the wall clock (requests
+// join a step only once ready by its start). When the engine goes idle, or
+// falls more than maxCatchUp behind, the timeline re-anchors to time.Now(). With ZeroLatency steps run back to
 // back without sleeping, and an idle engine blocks until a submission.
 func (e *Engine) Run(ctx context.Context) error {
 	e.mu.Lock()
@@ -34,7 +36,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.mu.Lock()
 		now := time.Now()
 		start := now
-		if !last.IsZero() && !e.cfg.ZeroLatency && now.Sub(last) <= maxLag {
+		if !last.IsZero() && !e.cfg.ZeroLatency && now.Sub(last) <= maxCatchUp {
 			start = last
 		}
 		p := e.schedule(start)

@@ -155,3 +155,60 @@ func TestLongPrefillSlowsDecodes(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// TestStepLoopCatchesUpAfterAStall: a step loop the machine woke late (here
+// its step held up for 100 ms, on fake time) runs the steps it owes back to
+// back, so the steps' ends stay one step time apart and the decode still
+// ends when the latency model says; a stall longer than maxCatchUp is not
+// made up. Re-anchoring after 20 ms, as the loop did before, lost the
+// stall's 100 ms: the first case fails on it.
+func TestStepLoopCatchesUpAfterAStall(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stall  time.Duration
+		madeUp bool
+	}{
+		{"within the catch-up", 100 * time.Millisecond, true},
+		{"beyond it", maxCatchUp + 500*time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := DefaultEngineConfig()
+				cfg.Model = "m"
+				e := coreMustEngine(t, cfg, nil, nil)
+				steps := 0
+				e.stepHook = func(*stepPlan) {
+					if steps++; steps == 10 {
+						time.Sleep(tc.stall) // the loop is held up, as by a busy machine
+					}
+				}
+				coreStartEngine(t, e)
+				const out = 40
+				st, err := e.Submit(&Request{ID: "r", Prompt: coreTokens(1, 512), MaxTokens: out, Generate: coreGen(1 << 20)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var times []time.Time
+				for o := range st.Out {
+					if len(o.Tokens) > 0 {
+						times = append(times, o.Time)
+					}
+				}
+				if len(times) != out {
+					t.Fatalf("%d tokens, want %d", len(times), out)
+				}
+				step := cfg.Latency.StepTime(nil, []int{600}) // one decode of about this length
+				var widest time.Duration
+				for i := 1; i < len(times); i++ {
+					widest = max(widest, times[i].Sub(times[i-1]))
+				}
+				switch {
+				case tc.madeUp && widest > 2*step:
+					t.Errorf("widest gap between steps %v, want about one decode step (%v): the stall was not made up", widest, step)
+				case !tc.madeUp && widest < tc.stall:
+					t.Errorf("widest gap between steps %v, want the stall of %v: a loop that far behind re-anchors", widest, tc.stall)
+				}
+			})
+		})
+	}
+}
