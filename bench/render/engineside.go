@@ -44,20 +44,13 @@ func engineTTFT(g *Group) (p50, p99 float64, ok bool) {
 		return 0, 0, false
 	}
 	for _, r := range g.Reps {
-		var ts []time.Duration
-		answered := 0
-		for i := range r.Records {
-			rec := &r.Records[i]
-			if rec.Warmup || !rec.OK() {
-				continue
-			}
-			answered++
-			if rec.EngineTTFT > 0 {
-				ts = append(ts, rec.EngineTTFT)
-			}
-		}
-		if answered == 0 || float64(len(ts)) < minEngineShare*float64(answered) {
+		recs, ok := engineTimed(r, func(rec *bench.Record) bool { return rec.EngineTTFT > 0 })
+		if !ok {
 			return 0, 0, false
+		}
+		ts := make([]time.Duration, len(recs))
+		for i, rec := range recs {
+			ts[i] = rec.EngineTTFT
 		}
 		d := bench.NewDist(ts)
 		p50 += d.P50
@@ -65,6 +58,25 @@ func engineTTFT(g *Group) (p50, p99 float64, ok bool) {
 	}
 	n := float64(len(g.Reps))
 	return p50 / n, p99 / n, true
+}
+
+// engineTimed returns r's measured answered requests that have the engines'
+// timings (timed), and whether they are at least minEngineShare of the
+// answered ones.
+func engineTimed(r *bench.Result, timed func(*bench.Record) bool) ([]*bench.Record, bool) {
+	var recs []*bench.Record
+	answered := 0
+	for i := range r.Records {
+		rec := &r.Records[i]
+		if rec.Warmup || !rec.OK() {
+			continue
+		}
+		answered++
+		if timed(rec) {
+			recs = append(recs, rec)
+		}
+	}
+	return recs, answered > 0 && float64(len(recs)) >= minEngineShare*float64(answered)
 }
 
 // tailShare is the share of a run's answered requests, the slowest by the
@@ -90,19 +102,8 @@ func tailHops(g *Group) (h hops, ok bool) {
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	for _, r := range g.Reps {
-		var recs []*bench.Record
-		answered := 0
-		for i := range r.Records {
-			rec := &r.Records[i]
-			if rec.Warmup || !rec.OK() {
-				continue
-			}
-			answered++
-			if rec.EngineTTFT > 0 && rec.EngineArrival > 0 {
-				recs = append(recs, rec)
-			}
-		}
-		if answered == 0 || float64(len(recs)) < minEngineShare*float64(answered) {
+		recs, ok := engineTimed(r, func(rec *bench.Record) bool { return rec.EngineTTFT > 0 && rec.EngineArrival > 0 })
+		if !ok {
 			return hops{}, false
 		}
 		slices.SortFunc(recs, func(a, b *bench.Record) int { return cmp.Compare(b.TTFT, a.TTFT) })
