@@ -77,8 +77,9 @@ type Record struct {
 	// (enginesim.FinishedRequest.Arrival), from the run's start by the wall
 	// clock: with the engines on the load generator's machine, minus
 	// Scheduled and SendLag it is the way from the client to the engine
-	// (the balancer and the sidecar), and TTFT minus that and EngineTTFT the
-	// way back. 0 where the engine lists no arrival.
+	// (the balancer, the sidecar and the engine front end's parsing), and
+	// TTFT minus that and EngineTTFT the way back. 0 where the engine lists
+	// no arrival.
 	EngineArrival time.Duration `json:"engine_arrival_ns,omitempty"`
 }
 
