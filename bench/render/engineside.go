@@ -85,7 +85,8 @@ const tailShare = 0.01
 
 // hops is where requests spent their TTFT, in ms: the load generator's
 // lateness in sending (lag), the way to the engine (in: the client's
-// connection, the balancer and the sidecar), the engine's own TTFT, and the
+// connection, the balancer, the sidecar and the engine front end's parsing),
+// the engine's own TTFT, and the
 // way back to the client (out: the same proxies and the client's reading).
 type hops struct{ lag, in, engine, out float64 }
 
@@ -130,6 +131,6 @@ func tailSplit(own, rival *Group) (string, bool) {
 	if !ok1 || !ok2 {
 		return "", false
 	}
-	return fmt.Sprintf("the slowest 1%% of requests (means): sent %.0f vs %.0f ms late, %.0f vs %.0f ms to the engine, %.0f vs %.0f ms there, %.0f vs %.0f ms back",
-		o.lag, r.lag, o.in, r.in, o.engine, r.engine, o.out, r.out), true
+	return fmt.Sprintf("the slowest %.0f%% of requests (means): sent %.0f vs %.0f ms late, %.0f vs %.0f ms to the engine, %.0f vs %.0f ms there, %.0f vs %.0f ms back",
+		100*tailShare, o.lag, r.lag, o.in, r.in, o.engine, r.engine, o.out, r.out), true
 }
