@@ -106,14 +106,36 @@ type promptInspector struct {
 	blockSize func() int
 }
 
-// inspect parses a chat (chat=true) or completions body. ok is false when the
-// body is not a request the sidecar (or its tokenizer) understands; it is
-// forwarded anyway and the engine answers it.
+// inspect parses a chat (chat=true) or completions body and counts its
+// prompt: parse, then count. ok is false when the body is not a request the
+// sidecar (or its tokenizer) understands; it is forwarded anyway and the
+// engine answers it.
 func (p *promptInspector) inspect(body []byte, chat bool) (info promptInfo, ok bool) {
-	var req promptBody
-	if err := json.Unmarshal(body, &req); err != nil {
+	req, ok := parsePrompt(body)
+	if !ok {
 		return promptInfo{}, false
 	}
+	return p.count(&req, body, chat)
+}
+
+// parsePrompt reads the fields of a chat or completions body the data path
+// needs before it forwards the body (whether it streams) and those count
+// reads; ok is false when the body is not a JSON object of that shape.
+func parsePrompt(body []byte) (req promptBody, ok bool) {
+	if err := json.Unmarshal(body, &req); err != nil {
+		return promptBody{}, false
+	}
+	return req, true
+}
+
+// slow reports whether count tokenizes: the part of a prompt's inspection
+// the data path runs beside the forwarding rather than before it.
+func (p *promptInspector) slow() bool { return p.tok != nil }
+
+// count counts the prompt of a body parsePrompt read as req. ok is false
+// when the tokenizer cannot read it (or, with none, the prompt is malformed).
+// It is safe for concurrent use.
+func (p *promptInspector) count(req *promptBody, body []byte, chat bool) (info promptInfo, ok bool) {
 	defer func() { info.stream = req.Stream }()
 	model := p.model()
 	var lora string

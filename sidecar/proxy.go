@@ -100,9 +100,20 @@ type reqState struct {
 	origin string              // the balancer that sent it ("" for none or invalid)
 	prompt bool                // a chat or completions request
 	stream bool                // the request asked for a stream
-	hashes [][]kvblock.Hash
+	// counted, when not nil, is closed once the prompt's count (below) is
+	// in: tokenizing runs beside the forwarding (countPrompt), and what
+	// reads the count waits for it (waitCounted).
+	counted chan struct{}
+	hashes  [][]kvblock.Hash
 	// tokens and cached are the prompt tokens and those the replica holds.
 	tokens, cached int
+}
+
+// waitCounted returns once the prompt's count is in.
+func (st *reqState) waitCounted() {
+	if st.counted != nil {
+		<-st.counted
+	}
 }
 
 type reqStateKey struct{}
@@ -192,23 +203,15 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(load.Origin)
 	st.e = p.counts.admit(st.origin, false)
 	defer p.counts.finish(st.e)
+	defer st.waitCounted() // before finish: a count never lands after it
 
 	if r.Method == http.MethodPost && (r.URL.Path == "/v1/chat/completions" || r.URL.Path == "/v1/completions") {
 		st.prompt = true
-		tokens, err := p.readPrompt(r, st, r.URL.Path == "/v1/chat/completions")
-		if err != nil {
+		if err := p.readPrompt(r, st, r.URL.Path == "/v1/chat/completions"); err != nil {
 			p.m.proxyRequests.WithLabelValues("client_error").Inc()
 			openai.BadRequest("", "read request body: %v", err).Write(w)
 			return
 		}
-		p.counts.setStream(st.e, st.stream)
-		prefill := tokens
-		if p.cachedTokens != nil && st.hashes != nil {
-			st.cached = p.cachedTokens(st.hashes)
-			prefill = max(tokens-st.cached, len(st.hashes))
-		}
-		st.tokens = tokens
-		p.counts.addTokens(st.e, int64(tokens), int64(prefill))
 	}
 	if st.origin != "" {
 		// The report's trailer is filled in when the response ends.
@@ -216,32 +219,71 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := context.WithValue(r.Context(), reqStateKey{}, st)
 	p.rp.ServeHTTP(w, r.WithContext(ctx))
+	st.waitCounted()
 	if st.origin != "" {
 		w.Header().Set(load.Header, p.headerReport(st.origin))
 	}
 }
 
-// readPrompt reads a small enough body to count its prompt tokens and learn
-// its block hashes, and puts it back for forwarding byte for byte. A body
-// larger than MaxInspectBytes is streamed unread and counted as untokenized.
-func (p *proxy) readPrompt(r *http.Request, st *reqState, chat bool) (int, error) {
+// readPrompt reads a small enough body, learns from it what the forwarding
+// needs (whether it streams), puts it back for forwarding byte for byte and
+// starts counting its prompt (countPrompt). A body larger than
+// MaxInspectBytes is streamed unread and counted as untokenized.
+//
+// Tokenizing runs beside the forwarding, not before it: the engine gets the
+// body as soon as it is read, and tokenizes it itself meanwhile, so a long
+// cold prompt's tokenizing (milliseconds with a real tokenizer) is not
+// spent twice on the way to its first token. What reads the count (the
+// response's load report, the approximate block set, the span) waits for it
+// (reqState.waitCounted); the engine's own tokenizing makes that wait short
+// or none. Until the count is in, the request is in flight and prefilling
+// with no tokens.
+func (p *proxy) readPrompt(r *http.Request, st *reqState, chat bool) error {
 	if r.ContentLength > p.cfg.MaxInspectBytes {
 		p.m.promptsUntokenized.WithLabelValues("too_large").Inc()
-		return 0, nil
+		return nil
 	}
 	head, err := io.ReadAll(io.LimitReader(r.Body, p.cfg.MaxInspectBytes+1))
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if int64(len(head)) > p.cfg.MaxInspectBytes {
 		r.Body = readCloser{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
 		p.m.promptsUntokenized.WithLabelValues("too_large").Inc()
-		return 0, nil
+		return nil
 	}
 	r.Body = io.NopCloser(bytes.NewReader(head))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(head)), nil }
 	r.ContentLength = int64(len(head))
-	info, ok := p.inspect.inspect(head, chat)
+	req, ok := parsePrompt(head)
+	if !ok {
+		p.m.promptsUntokenized.WithLabelValues("unparsed").Inc()
+		return nil
+	}
+	st.stream = req.Stream
+	p.counts.setStream(st.e, st.stream)
+	if !p.inspect.slow() {
+		p.countPrompt(st, &req, head, chat)
+		return nil
+	}
+	st.counted = make(chan struct{})
+	go func() {
+		defer close(st.counted)
+		defer func() { // as net/http recovers a handler's panic
+			if v := recover(); v != nil {
+				p.m.promptsUntokenized.WithLabelValues("unparsed").Inc()
+				p.log.Error("counting a prompt panicked", "panic", v)
+			}
+		}()
+		p.countPrompt(st, &req, head, chat)
+	}()
+	return nil
+}
+
+// countPrompt counts the prompt of a body parsePrompt read as req into the
+// ledger and st.
+func (p *proxy) countPrompt(st *reqState, req *promptBody, body []byte, chat bool) {
+	info, ok := p.inspect.count(req, body, chat)
 	switch {
 	case !ok:
 		p.m.promptsUntokenized.WithLabelValues("unparsed").Inc()
@@ -249,8 +291,13 @@ func (p *proxy) readPrompt(r *http.Request, st *reqState, chat bool) (int, error
 		p.m.promptsUntokenized.WithLabelValues(info.noHashes).Inc()
 	}
 	st.hashes = info.hashes
-	st.stream = info.stream
-	return info.tokens, nil
+	prefill := info.tokens
+	if p.cachedTokens != nil && st.hashes != nil {
+		st.cached = p.cachedTokens(st.hashes)
+		prefill = max(info.tokens-st.cached, len(st.hashes))
+	}
+	st.tokens = info.tokens
+	p.counts.addTokens(st.e, int64(info.tokens), int64(prefill))
 }
 
 type readCloser struct {
@@ -262,6 +309,9 @@ type readCloser struct {
 func (p *proxy) responseStarted(resp *http.Response) error {
 	p.m.proxyRequests.WithLabelValues(strconv.Itoa(resp.StatusCode / 100 * 100)).Inc()
 	st, ok := resp.Request.Context().Value(reqStateKey{}).(*reqState)
+	if ok {
+		st.waitCounted()
+	}
 	if ok && st.origin != "" {
 		resp.Header.Set(load.Header, p.headerReport(st.origin))
 	}

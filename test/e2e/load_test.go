@@ -90,8 +90,17 @@ func TestLoadAccounting(t *testing.T) {
 			}
 			return nil
 		})
-		// The prefill (about a second) is not over.
-		dp, b := ltSidecar(t, sc), ltBal(t, bal)
+		// The sidecar counts the prompt beside forwarding it
+		// (docs/sidecar.md), so its count may land just after the engine
+		// has the request; the prefill (about a second) is not over.
+		var dp ltDataPath
+		scWait(t, "the sidecar counting the prompt", func() error {
+			if dp = ltSidecar(t, sc); dp.WaitingPrefillTokens == 0 {
+				return fmt.Errorf("sidecar %+v, no prompt counted yet", dp)
+			}
+			return nil
+		})
+		b := ltBal(t, bal)
 		if eng := ltSim(t, sim); eng.BeforeFirstToken != 1 {
 			t.Fatalf("the prefill ended before the counts were read: %+v", eng)
 		}
