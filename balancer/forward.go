@@ -439,6 +439,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		prefilled(false)
 	}
 	extra := http.Header{HeaderRequestID: {rq.id}, HeaderReplica: {rep.ID}}
+	extra[HeaderServerTiming] = append(resp.Header.Values(HeaderServerTiming), serverTiming(rq.start, sent, b.now()))
 	if rq.tokens > 0 {
 		extra[HeaderPromptTokens] = []string{strconv.Itoa(rq.tokens)}
 		extra[HeaderCachedTokens] = []string{strconv.Itoa(d.CachedTokens)}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,7 +24,31 @@ const (
 	// HeaderTokensEstimated is "true" when the prompt and cached token
 	// counts are estimates from the text prefix identity (no tokenizer).
 	HeaderTokensEstimated = "X-Inferrail-Tokens-Estimated"
+	// HeaderServerTiming is the W3C Server-Timing header of a proxied
+	// answer: the balancer's own time (serverTiming).
+	HeaderServerTiming = "Server-Timing"
 )
+
+// The balancer's Server-Timing metrics (serverTiming).
+const (
+	// TimingRoute is the time from the request's headers to the sending of
+	// the attempt that answered: reading the body, tokenizing, admission,
+	// the routing decision and any attempts that failed before it.
+	TimingRoute = "inferrail-route"
+	// TimingUpstream is the time from that sending to the answer's first
+	// bytes from the replica (a stream's first event).
+	TimingUpstream = "inferrail-upstream"
+)
+
+// serverTiming is the Server-Timing value for an answer to a request that
+// arrived at start, was sent to the replica that answered at sent and got
+// its first bytes at first; durations in milliseconds to the microsecond.
+func serverTiming(start, sent, first time.Time) string {
+	ms := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(max(d, 0))/float64(time.Millisecond), 'f', 3, 64)
+	}
+	return TimingRoute + ";dur=" + ms(sent.Sub(start)) + ", " + TimingUpstream + ";dur=" + ms(first.Sub(sent))
+}
 
 // kind is a proxied route.
 type kind uint8

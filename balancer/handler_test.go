@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -432,5 +433,34 @@ func TestRetriesTheOnlyReplica(t *testing.T) {
 	defer mu.Unlock()
 	if calls != 3 {
 		t.Errorf("upstream calls = %d, want 3", calls)
+	}
+}
+
+// TestServerTiming checks the balancer's Server-Timing on a proxied answer:
+// the engine's own metrics kept, then the balancer's route and upstream
+// times, the upstream one at least as long as the engine took to answer
+// and both within the client's wait.
+func TestServerTiming(t *testing.T) {
+	const engineWait = 30 * time.Millisecond
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(engineWait)
+		w.Header().Set("Server-Timing", `engine;desc="queue, prefill";dur=5`)
+		okHandler(w, r)
+	})
+	_, srv := newTestBalancer(t, testConfig(up.srv.URL))
+	start := time.Now()
+	resp, _ := post(t, srv.URL+"/v1/completions", `{"model":"m","prompt":"x"}`)
+	waited := time.Since(start)
+	vals := resp.Header.Values(HeaderServerTiming)
+	if len(vals) != 2 || vals[0] != `engine;desc="queue, prefill";dur=5` {
+		t.Fatalf("Server-Timing %q, want the engine's then the balancer's", vals)
+	}
+	var route, upstream float64
+	if _, err := fmt.Sscanf(vals[1], TimingRoute+";dur=%f, "+TimingUpstream+";dur=%f", &route, &upstream); err != nil {
+		t.Fatalf("the balancer's Server-Timing %q: %v", vals[1], err)
+	}
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	if ms(upstream) < engineWait || route < 0 || ms(route+upstream) > waited {
+		t.Errorf("route %.3f ms, upstream %.3f ms; want upstream ≥ %v and both within the client's %v", route, upstream, engineWait, waited)
 	}
 }

@@ -81,6 +81,13 @@ type Record struct {
 	// TTFT minus that and EngineTTFT the way back. 0 where the engine lists
 	// no arrival.
 	EngineArrival time.Duration `json:"engine_arrival_ns,omitempty"`
+	// BalancerRoute and BalancerUpstream are the balancer's own times from
+	// its Server-Timing header (TimingRoute, TimingUpstream): from the
+	// request's headers there to its sending to the replica that answered,
+	// and from that sending to the answer's first bytes. 0 without the
+	// header (no balancer, or one from before it sent it).
+	BalancerRoute    time.Duration `json:"balancer_route_ns,omitempty"`
+	BalancerUpstream time.Duration `json:"balancer_upstream_ns,omitempty"`
 }
 
 // OK reports whether the request was answered: it completed, or the
@@ -146,6 +153,10 @@ func (c *client) do(ctx context.Context, body []byte, scheduled time.Duration, r
 	defer resp.Body.Close()
 	rec.Status = resp.StatusCode
 	rec.Replica = resp.Header.Get(HeaderReplica)
+	if st := resp.Header.Values(HeaderServerTiming); len(st) > 0 {
+		rec.BalancerRoute, _ = ServerTiming(st, TimingRoute)
+		rec.BalancerUpstream, _ = ServerTiming(st, TimingUpstream)
+	}
 	if v := resp.Header.Get(HeaderCachedTokens); v != "" {
 		if n, err := strconv.Atoi(v); err == nil {
 			rec.PredictedCached, rec.PredictedReported = n, true

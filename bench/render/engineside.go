@@ -88,7 +88,14 @@ const tailShare = 0.01
 // connection, the balancer, the sidecar and the engine front end's parsing),
 // the engine's own TTFT, and the
 // way back to the client (out: the same proxies and the client's reading).
-type hops struct{ lag, in, engine, out float64 }
+// route is the part of in the balancer spent between the request's headers
+// and its sending (bench.Record.BalancerRoute), when routed: every request
+// split had it.
+type hops struct {
+	lag, in, engine, out float64
+	route                float64
+	routed               bool
+}
 
 // tailHops returns the mean over repetitions of the mean hops of each run's
 // slowest tailShare of measured answered requests (at least one). Every
@@ -102,6 +109,7 @@ func tailHops(g *Group) (h hops, ok bool) {
 		return h, false
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	h.routed = true
 	for _, r := range g.Reps {
 		recs, ok := engineTimed(r, func(rec *bench.Record) bool { return rec.EngineTTFT > 0 && rec.EngineArrival > 0 })
 		if !ok {
@@ -116,9 +124,12 @@ func tailHops(g *Group) (h hops, ok bool) {
 			sum.in += ms(in)
 			sum.engine += ms(rec.EngineTTFT)
 			sum.out += ms(rec.TTFT - rec.SendLag - in - rec.EngineTTFT)
+			sum.route += ms(rec.BalancerRoute)
+			h.routed = h.routed && rec.BalancerRoute > 0
 		}
 		k := float64(n) * float64(len(g.Reps))
 		h.lag, h.in, h.engine, h.out = h.lag+sum.lag/k, h.in+sum.in/k, h.engine+sum.engine/k, h.out+sum.out/k
+		h.route += sum.route / k
 	}
 	return h, true
 }
@@ -131,6 +142,10 @@ func tailSplit(own, rival *Group) (string, bool) {
 	if !ok1 || !ok2 {
 		return "", false
 	}
-	return fmt.Sprintf("the slowest %.0f%% of requests (means): sent %.0f vs %.0f ms late, %.0f vs %.0f ms to the engine, %.0f vs %.0f ms there, %.0f vs %.0f ms back",
-		100*tailShare, o.lag, r.lag, o.in, r.in, o.engine, r.engine, o.out, r.out), true
+	in := fmt.Sprintf("%.0f vs %.0f ms to the engine", o.in, r.in)
+	if o.routed && r.routed {
+		in += fmt.Sprintf(" (%.1f vs %.1f ms of it in the balancer)", o.route, r.route)
+	}
+	return fmt.Sprintf("the slowest %.0f%% of requests (means): sent %.0f vs %.0f ms late, %s, %.0f vs %.0f ms there, %.0f vs %.0f ms back",
+		100*tailShare, o.lag, r.lag, in, o.engine, r.engine, o.out, r.out), true
 }

@@ -77,4 +77,24 @@ func TestTailSplit(t *testing.T) {
 	if text, ok := tailSplit(own, old); ok {
 		t.Errorf("a rival without the engines' arrivals: %q, want nothing", text)
 	}
+
+	// With the balancers' Server-Timing in every record, the way to the
+	// engine names the balancer's part of it; the slowest request alone
+	// counts.
+	route := func(g *Group, slowest, others time.Duration) {
+		for i := range g.Reps[0].Records {
+			g.Reps[0].Records[i].BalancerRoute = others
+		}
+		g.Reps[0].Records[99].BalancerRoute = slowest
+	}
+	route(own, 12500*time.Microsecond, time.Millisecond)
+	route(rival, 700*time.Microsecond, time.Millisecond)
+	want = "the slowest 1% of requests (means): sent 3 vs 1 ms late, 40 vs 2 ms to the engine (12.5 vs 0.7 ms of it in the balancer), 30 vs 30 ms there, 126 vs 116 ms back"
+	if text, ok := tailSplit(own, rival); !ok || text != want {
+		t.Errorf("tailSplit() with the balancers' times = %q %v, want %q", text, ok, want)
+	}
+	rival.Reps[0].Records[99].BalancerRoute = 0
+	if text, _ := tailSplit(own, rival); strings.Contains(text, "in the balancer") {
+		t.Errorf("a rival without the balancer's time: %q, want no balancer part", text)
+	}
 }

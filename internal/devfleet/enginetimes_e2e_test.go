@@ -14,7 +14,8 @@ import (
 // engine, which is above zero and no longer than the client's, counted from
 // the scheduled send, and the arrival by the wall clock, after the client
 // sent the request and early enough for the engine's first token to come
-// before the client's.
+// before the client's. The balancer's own times (its Server-Timing header)
+// fit between them.
 func TestBenchJoinsTheEnginesTimings(t *testing.T) {
 	res, _ := runShortW1(t, buildBinary(t), route.PolicyCostModel, false)
 	ids := map[string]bool{}
@@ -30,6 +31,16 @@ func TestBenchJoinsTheEnginesTimings(t *testing.T) {
 		if r.EngineArrival < sent || r.EngineArrival+r.EngineTTFT > r.Scheduled+r.TTFT {
 			t.Errorf("session %d turn %d (%s): sent at %v, first token at %v, engine arrival at %v and its first token %v later; want the engine's span within the client's",
 				r.Session, r.Turn, r.RequestID, sent, r.Scheduled+r.TTFT, r.EngineArrival, r.EngineTTFT)
+		}
+		// The balancer's Server-Timing: its routing lies between the
+		// client's sending and the engine's arrival, and its whole span
+		// within the client's.
+		if r.BalancerRoute <= 0 || r.BalancerUpstream <= 0 {
+			t.Errorf("session %d turn %d (%s): balancer route %v, upstream %v; want both above zero", r.Session, r.Turn, r.RequestID, r.BalancerRoute, r.BalancerUpstream)
+		}
+		if sent+r.BalancerRoute > r.EngineArrival || sent+r.BalancerRoute+r.BalancerUpstream > r.Scheduled+r.TTFT {
+			t.Errorf("session %d turn %d (%s): sent at %v, balancer route %v then upstream %v, engine arrival at %v, first token at %v; want the balancer's span within the client's, its routing before the engine",
+				r.Session, r.Turn, r.RequestID, sent, r.BalancerRoute, r.BalancerUpstream, r.EngineArrival, r.Scheduled+r.TTFT)
 		}
 	}
 }
