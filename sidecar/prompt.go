@@ -72,8 +72,6 @@ type promptInfo struct {
 	hashes [][]kvblock.Hash
 	// noHashes says why hashes is nil: "no_tokenizer" or "model_unknown".
 	noHashes string
-	// stream reports whether the request asked for a streamed response.
-	stream bool
 }
 
 // promptBody is the part of a chat or completions request the sidecar reads.
@@ -136,7 +134,6 @@ func (p *promptInspector) slow() bool { return p.tok != nil }
 // when the tokenizer cannot read it (or, with none, the prompt is malformed).
 // It is safe for concurrent use.
 func (p *promptInspector) count(req *promptBody, body []byte, chat bool) (info promptInfo, ok bool) {
-	defer func() { info.stream = req.Stream }()
 	model := p.model()
 	var lora string
 	if p.lora != nil {
