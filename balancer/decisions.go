@@ -26,9 +26,12 @@ func (b *Balancer) recordDecision(rq *request, set *fleet.ModelSet, sc *scratch,
 	rec := &decisionlog.Record{
 		Time: now, RequestID: rq.id, Model: m.cfg.Name, Policy: m.policy.Name(), Mode: rq.mode, Attempt: attempt,
 		PromptTokens: rq.tokens, PromptBlocks: len(rq.hashes), CachedTokens: d.CachedTokens,
-		Winner: set.Replicas[idx].ID, Reason: string(d.Reason), SummaryFallback: d.SummaryFallback,
+		Reason: string(d.Reason), SummaryFallback: d.SummaryFallback,
 		DecisionUS: float64(sc.took) / 1e3,
 		Candidates: candidateRecords(m.policy, set, sc.cands, sc.exclude, d, now),
+	}
+	if idx >= 0 { // a shed request (route.ErrOverloaded) has no winner
+		rec.Winner = set.Replicas[idx].ID
 	}
 	rec.Score, rec.EstimatedTTFTMS = pickFigures(d)
 	b.decisions.Add(rec)

@@ -141,6 +141,10 @@ func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *s
 		}
 		idx, d, ticket, ok, err := b.pick(rq, set, now, prep, sc, 1)
 		if err != nil {
+			if errors.Is(err, route.ErrOverloaded) {
+				return nil, outcomeShed, openai.StatusError(http.StatusTooManyRequests,
+					"every replica serving "+m.cfg.Name+" is too loaded to answer in time; retry later")
+			}
 			if errors.Is(err, route.ErrAllFull) || (errors.Is(err, route.ErrNoCandidate) && len(sc.full) > 0) {
 				return nil, outcomeShed, openai.StatusError(http.StatusTooManyRequests,
 					"every replica serving "+m.cfg.Name+" is at its capacity; retry later")

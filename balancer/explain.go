@@ -127,6 +127,8 @@ func (b *Balancer) explain(r *http.Request, k kind, body []byte) (*Explanation, 
 	switch {
 	case errors.Is(err, route.ErrAllFull):
 		return nil, openai.Unavailable("every replica serving %s is at its capacity; retry later", m.cfg.Name)
+	case errors.Is(err, route.ErrOverloaded):
+		return nil, openai.Unavailable("every replica serving %s is too loaded to answer in time; retry later", m.cfg.Name)
 	case err != nil:
 		return nil, openai.Unavailable("no healthy replica serves %s", m.cfg.Name)
 	}

@@ -198,7 +198,7 @@ func (b *Balancer) pick(rq *request, set *fleet.ModelSet, now time.Time, prep ro
 		ticket, ok = set.Replicas[idx].TryAcquire(d.UncachedTokens, rq.outputReserve())
 	}
 	m.pickMu.Unlock()
-	if err == nil {
+	if err == nil || errors.Is(err, route.ErrOverloaded) {
 		b.recordDecision(rq, set, sc, idx, attempt, d, now)
 	}
 	return idx, d, ticket, ok, err
@@ -247,6 +247,16 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			}
 		}
 		idx, d, ticket, ok, err := b.pick(rq, set, now, prep, sc, attempt+1)
+		if errors.Is(err, route.ErrOverloaded) {
+			if last != nil { // a retry: the kept answer is the request's
+				break
+			}
+			rq.outcome = outcomeShed
+			b.m.reasons.WithLabelValues(m.cfg.Name, string(d.Reason)).Inc()
+			w.Header().Set("Retry-After", "1")
+			openai.Unavailable("every replica serving %s is too loaded to answer in time; retry later", m.cfg.Name).Write(w)
+			return
+		}
 		if err != nil && len(sc.tried) > 0 {
 			// Every other replica is out: untried ones go first, then
 			// the tried ones again.

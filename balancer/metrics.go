@@ -16,7 +16,7 @@ const (
 	outcomeClientGone  = "client_gone" // the client went away
 	outcomeBroken      = "broken"      // the stream broke after its first byte
 	outcomeRejected    = "rejected"    // refused by the gateway: 401, 403, 429, or 503 with Redis down
-	outcomeShed        = "shed"        // EPP 429: every replica at its caps
+	outcomeShed        = "shed"        // refused for load: route.shed_delay (503 + Retry-After), or the EPP's 429 (its caps too)
 )
 
 // Modes, the values of the mode label: the request path that decided.

@@ -389,8 +389,10 @@ func compareOne(ctx context.Context, cc CompareConfig, info RunInfo, label strin
 	}
 	res.Repetition = rep
 	res.Run = info
-	if rc := cc.Fleet.Routing; rc != nil && info.Kind != KindBaseline {
-		if res.Routing, err = devfleet.RoutingKeys(*rc); err != nil {
+	if cc.Fleet.Routing != nil && info.Kind != KindBaseline {
+		fc := cc.Fleet
+		fc.Policy, _ = SplitPolicy(info.Policy)
+		if res.Routing, err = devfleet.RoutingKeys(fc.RouteConfig()); err != nil {
 			return nil, err
 		}
 	}

@@ -58,6 +58,16 @@ type Config struct {
 	// spaced, which no choice by the replicas' current work gives (their
 	// queues fall a whole batch at once). 0: no rotation, TieMargin's rule.
 	SpreadMargin float64 `yaml:"spread_margin"`
+	// ShedDelay sheds load (cost_model only): a request is never sent where
+	// the work already there (queued prefill, decodes, the wait for KV
+	// memory, as estimated and corrected by the replica's measured TTFT
+	// ratio) would delay its first token by more than ShedDelay while
+	// another eligible replica's would not, and is refused (ErrOverloaded:
+	// 503 with Retry-After) when every one's would. Past capacity a fleet
+	// that queues every request answers every one late; one that sheds the
+	// excess answers the rest in time. Set it to the TTFT objective less a
+	// typical prompt's own prefill. 0: never shed.
+	ShedDelay time.Duration `yaml:"shed_delay"`
 	// KVAware weighs the kv_aware scorers.
 	KVAware KVAwareConfig `yaml:"kv_aware"`
 	// Cost holds the cost model's parameters.
@@ -236,6 +246,11 @@ func (c Config) Validate() error {
 	}
 	if !(c.SpreadMargin >= 0 && c.SpreadMargin < 1) {
 		bad("spread_margin", "in [0, 1)", c.SpreadMargin)
+	}
+	if c.ShedDelay < 0 {
+		bad("shed_delay", ">= 0", c.ShedDelay)
+	} else if c.ShedDelay > 0 && c.Policy != PolicyCostModel && Known(c.Policy) {
+		bad("shed_delay", "0 with policy "+c.Policy+" (only cost_model estimates the delay it bounds)", c.ShedDelay)
 	}
 	weights := []struct {
 		name string

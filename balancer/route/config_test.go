@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDefaultConfigIsValidForEveryPolicy(t *testing.T) {
@@ -51,6 +52,8 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"min load bound", func(c *Config) { c.MinLoadBound = -1 }, []string{"min_load_bound must be >= 0, got -1"}},
 		{"tie margin", func(c *Config) { c.TieMargin = 1 }, []string{"tie_margin must be in [0, 1), got 1"}},
 		{"spread margin", func(c *Config) { c.SpreadMargin = -0.1 }, []string{"spread_margin must be in [0, 1), got -0.1"}},
+		{"negative shed delay", func(c *Config) { c.ShedDelay = -time.Second }, []string{"shed_delay must be >= 0, got -1s"}},
+		{"shed delay without cost_model", func(c *Config) { c.Policy, c.ShedDelay = PolicyRoundRobin, time.Second }, []string{"shed_delay must be 0 with policy round_robin (only cost_model estimates the delay it bounds), got 1s"}},
 		{"negative weight", func(c *Config) { c.KVAware.LoadWeight = -1 }, []string{"kv_aware.load_weight must be >= 0 and finite, got -1"}},
 		{"zero weights", func(c *Config) { c.KVAware = KVAwareConfig{} }, []string{"kv_aware weights must not all be 0"}},
 		{"rate", func(c *Config) { c.Cost.LinearTokPerSec = 0 }, []string{"cost_model.linear_tok_per_sec must be > 0 and finite, got 0"}},

@@ -33,7 +33,10 @@ import (
 // home for the prefix. A request that opens a
 // conversation (Request.OpensConversation) goes so, too, to a candidate whose
 // KV memory is far emptier than the best's (roomier): its later turns
-// will find their context there.
+// will find their context there. With Config.ShedDelay set, a request is
+// moved off a replica whose work would delay its first token by more than
+// that, to the least delayed candidate, and refused (ErrOverloaded) when
+// even that one's would.
 type costModel struct {
 	*base
 	est estimator
@@ -255,6 +258,29 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		}
 		if next >= 0 {
 			best, reason = next, ReasonHotPrefix
+		}
+	}
+	if shed := float64(p.cfg.ShedDelay); shed > 0 {
+		// Shedding: the delays above are relative to the candidates' mean
+		// correction (ttftScale); times it, they are absolute again.
+		abs := 1.0
+		if mean > 0 {
+			abs = mean
+		}
+		if s.delay[best]*abs > shed {
+			least := -1
+			for k := range s.elig {
+				if !(short(k) && fits > 0) && (least < 0 || s.delay[k] < s.delay[least]) {
+					least = k
+				}
+			}
+			if least < 0 || s.delay[least]*abs > shed {
+				d := Decision{Reason: ReasonShed, Eligible: len(s.elig), SummaryFallback: fallback,
+					Cached: s.cached, Scores: candidateScores(s, len(cands), 1e9)}
+				d.TTFTs, d.Waits, d.MemoryWaits = p.estimates(cands, s, prompt, mean)
+				return -1, d, ErrOverloaded
+			}
+			best, reason = least, ReasonLoadSpill
 		}
 	}
 	if len(s.elig) == 1 {

@@ -9,8 +9,8 @@ import (
 	"github.com/inferrail/inferrail/internal/kvblock"
 )
 
-// Errors returned by Pick. The HTTP layer maps both to 503 (with Retry-After
-// for ErrAllFull).
+// Errors returned by Pick. The HTTP layer maps them to 503 (with Retry-After
+// for ErrAllFull and ErrOverloaded; the EPP answers those two 429).
 var (
 	// ErrNoCandidate means no healthy, untried replica serves the model (or
 	// can hold the prompt).
@@ -18,6 +18,10 @@ var (
 	// ErrAllFull means replicas serve the model but every one is at its
 	// concurrency or pending cap.
 	ErrAllFull = errors.New("every replica for the model is full")
+	// ErrOverloaded means the work already on every eligible replica would
+	// delay the request's first token by more than Config.ShedDelay
+	// (cost_model): the fleet sheds it rather than queue it.
+	ErrOverloaded = errors.New("every replica for the model is too loaded to answer in time")
 )
 
 // Policy picks a replica for a request. Implementations are safe for
@@ -55,6 +59,9 @@ const (
 	ReasonBestScore Reason = "best_score"
 	// ReasonLowestTTFT: cost_model's lowest estimated time to first token.
 	ReasonLowestTTFT Reason = "lowest_ttft"
+	// ReasonShed: every eligible replica's work would delay the request
+	// past Config.ShedDelay, and it was refused (ErrOverloaded).
+	ReasonShed Reason = "shed"
 	// ReasonHotPrefix: the prefix's warm replica was saturated and the next
 	// best became a second home for it.
 	ReasonHotPrefix Reason = "hot_prefix_replica"

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/inferrail/inferrail/balancer/route"
 )
 
 // Replica is one simulator and its sidecar.
@@ -241,10 +239,7 @@ func balancerYAML(cfg Config, i, port, admin, gport int, seed string) (string, e
 	}
 	fmt.Fprintf(&sb, "    block_size: %d\n", cfg.BlockSize)
 	if cfg.OverlayTTL != 0 || cfg.Routing != nil {
-		rc := route.DefaultConfig()
-		if cfg.Routing != nil {
-			rc = *cfg.Routing
-		}
+		rc := cfg.RouteConfig()
 		if cfg.OverlayTTL != 0 {
 			rc.Overlay.TTL = max(cfg.OverlayTTL, 0)
 		}

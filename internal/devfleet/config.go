@@ -47,7 +47,8 @@ type Config struct {
 	// Routing, when set, is the balancers' models[].routing block (e.g. a
 	// spread_margin, or the cost_model `inferrail calibrate` printed) but
 	// its policy and seed, which Policy and Seed set; nil keeps the
-	// defaults.
+	// defaults. Its shed_delay reaches cost_model fleets only
+	// (RouteConfig).
 	Routing *route.Config
 	// ExactState pushes the fleet's state exchange to its limits so the
 	// balancers see (nearly) the engines' true caches and load with no delay:
@@ -138,8 +139,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.Routing != nil {
-		rc := *c.Routing
-		rc.Policy = c.Policy
+		rc := c.RouteConfig()
 		if err := rc.Validate(); err != nil {
 			bad("routing: %v", err)
 		}
@@ -148,4 +148,20 @@ func (c Config) Validate() error {
 		bad("ready_timeout and stop_timeout must be > 0")
 	}
 	return errors.Join(errs...)
+}
+
+// RouteConfig returns the fleet's routing config for its policy: Routing (or
+// the defaults) with Policy set. ShedDelay, which only cost_model reads, is
+// dropped for the other policies, so one routing file serves every policy
+// a comparison runs.
+func (c Config) RouteConfig() route.Config {
+	rc := route.DefaultConfig()
+	if c.Routing != nil {
+		rc = *c.Routing
+	}
+	rc.Policy = c.Policy
+	if rc.Policy != route.PolicyCostModel {
+		rc.ShedDelay = 0
+	}
+	return rc
 }

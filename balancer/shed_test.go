@@ -1,0 +1,82 @@
+package balancer
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/inferrail/inferrail/balancer/epp"
+	"github.com/inferrail/inferrail/internal/openai"
+)
+
+// TestShedDelay: with routing.shed_delay set, a request that every
+// replica's queued prefill would delay past it is refused before any replica
+// sees it, in the shape each mode answers load with: proxy mode 503 with
+// Retry-After and an OpenAI error, counted as shed; the endpoint picker 429.
+// Once the queues are gone the same request is served.
+func TestShedDelay(t *testing.T) {
+	ups := []*upstream{newUpstream(t, okHandler), newUpstream(t, okHandler)}
+	cfg := eppTestConfig(ups[0].srv.URL, ups[1].srv.URL)
+	cfg.Models[0].Routing.ShedDelay = 100 * time.Millisecond
+	b, srv := newTestBalancer(t, cfg)
+	// 100,000 uncached tokens sent to each replica and not yet prefilled:
+	// seconds of queue on the default cost model.
+	snap := b.fleet.Snapshot()
+	var tickets []func()
+	for _, rep := range snap.Replicas {
+		tk, ok := rep.TryAcquire(100_000, 0)
+		if !ok {
+			t.Fatal("no slot")
+		}
+		tickets = append(tickets, func() { rep.Counters.Done(100_000, 0, tk, false) })
+	}
+
+	post := func() (*http.Response, []byte) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(chatBody))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, body
+	}
+	resp, body := post()
+	var e struct {
+		Error struct{ Message, Type string } `json:"error"`
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("loaded fleet: %d, Retry-After %q: %s; want 503 with Retry-After 1", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if err := json.Unmarshal(body, &e); err != nil || !strings.Contains(e.Error.Message, "too loaded") || e.Error.Type == "" {
+		t.Errorf("shed answer %s: want an OpenAI error naming the load", body)
+	}
+	for i, u := range ups {
+		if n := len(u.hits); n != 0 {
+			t.Errorf("replica %d got %d requests of a shed one", i, n)
+		}
+	}
+	if m := scrape(t, b); !strings.Contains(m, `inferrail_balancer_requests_total{mode="proxy",model="m",outcome="shed",route="chat"} 1`) {
+		t.Errorf("no shed outcome counted:\n%s", m)
+	}
+
+	_, err := eppPick(t, &eppPicker{b: b}, chatBody, epp.Subset{})
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.Status != http.StatusTooManyRequests {
+		t.Errorf("endpoint picker on the loaded fleet: %v, want 429", err)
+	}
+
+	for _, done := range tickets {
+		done()
+	}
+	if resp, body := post(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("idle fleet: %d: %s", resp.StatusCode, body)
+	}
+}
