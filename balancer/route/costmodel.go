@@ -56,231 +56,28 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	now := p.now(req)
 	p.fillLoads(cands, s, now) // the stale-summary fallback places by requests
 	fallback := p.predict(req, cands, s, now)
-	prompt := req.promptTokens()
 	key, ok := p.prefixKey(req)
 	if !ok {
 		key = p.rng.next()
 	}
-	// Score every eligible candidate; s.delay holds the delay its load adds,
-	// and s.load (no longer needed for the fallback) what its cache saves.
-	s.delay = s.delay[:0]
-	totalDelay, weights := 0.0, 0.0
-	cold, _ := p.est.ttft(queue{}, 0, prompt, 0)
-	s.load = s.load[:0]
-	s.kvWait = s.kvWait[:0]
-	s.flight = s.flight[:0]
-	s.occ = s.occ[:0]
-	s.fill = s.fill[:0]
-	fits, unknown, known := 0, 0, math.Inf(1) // known: the least wait for memory known
-	worst := 0.0                              // the longest wait for memory known
-	mean := meanTTFTScale(cands, s.elig)
-	bs := req.blockSize()
-	for _, i := range s.elig {
-		c := &cands[i]
-		w := p.work(c, now)
-		cached := int(s.cached[i])
-		kv := p.kvFit(c, w, now, prompt-cached, req.OutputTokens, bs)
-		scale := c.ttftScale(mean)
-		kvWait := p.kvWait(kv, w) * scale
-		switch kv.state {
-		case kvFits:
-			fits++
-			known = 0
-		case kvShort:
-			known = min(known, kvWait)
-			if !math.IsInf(kvWait, 1) {
-				worst = max(worst, kvWait)
-			}
-		case kvUnknown:
-			kvWait = -1 // charged the least known wait, below
-			unknown++
-		}
-		s.kvWait = append(s.kvWait, kvWait)
-		occ := -1.0
-		if kv.known {
-			occ = kv.occ
-		}
-		s.occ = append(s.occ, occ)
-		s.fill = append(s.fill, kv.fill)
-		t, wait := p.est.ttft(p.est.queueOf(w, now), w.Decodes(), prompt-cached, cached)
-		idle, _ := p.est.ttft(queue{}, 0, prompt-cached, cached)
-		mem := 0.0 // the wait for memory: delay, not a queue of prefill (wait)
-		if kvWait > 0 && !math.IsInf(kvWait, 1) {
-			mem = kvWait
-		}
-		delay := max(t-idle, 0)*scale + mem
-		s.score = append(s.score, (t+p.est.penalty(prompt-cached, cached))*scale+mem)
-		s.queue = append(s.queue, wait*scale)
-		s.delay = append(s.delay, delay)
-		s.load = append(s.load, max(cold-idle, 0)*scale)
-		s.flight = append(s.flight, float64(w.InFlight)/c.weight())
-		totalDelay += delay
-		weights += c.weight()
-	}
-	if unknown > 0 {
-		// A replica whose memory is unknown (no fresh report, or no capacity
-		// known) is taken to wait as long as the best known one: neither
-		// the place the others' shortage sends requests to, nor turned away.
-		if math.IsInf(known, 1) {
-			known = 0
-		}
-		for k := range s.elig {
-			if s.kvWait[k] < 0 {
-				s.kvWait[k] = known
-				s.score[k] += known
-				s.delay[k] += known
-				totalDelay += known
-			}
-		}
-	}
-	short := func(k int) bool { return math.IsInf(s.kvWait[k], 1) }
-	shortCharge := 0.0 // what a short replica without an estimate is charged
-	if fits == 0 && worst > 0 {
-		shortCharge = worst
-		// Every replica is short of memory. One whose wait cannot be
-		// estimated is charged the longest estimated one, not nothing: with
-		// nothing charged it drew every request while the others' waits
-		// were counted (W6 at 135/s: runs of 91 requests to one replica).
-		for k := range s.elig {
-			if short(k) {
-				s.score[k] += shortCharge
-				s.delay[k] += shortCharge
-				totalDelay += shortCharge
-			}
-		}
-	}
-	minBound := p.est.step(float64(p.est.budget), 0)
-	under := func(k int) bool {
-		if short(k) && fits > 0 {
-			return false
-		}
-		return s.delay[k] <= max(p.cfg.LoadFactor*totalDelay/weights*cands[s.elig[k]].weight(), minBound, s.load[k])
-	}
-	// all is the best by score with no wait for memory counted: the
-	// choice, were every replica's memory unbounded.
-	best, all := -1, -1
-	bestT, allT := math.Inf(1), math.Inf(1)
-	for k := range s.elig {
-		t := s.score[k]
-		a := t - shortCharge
-		if !short(k) {
-			a = t - s.kvWait[k]
-		}
-		if a < allT {
-			all, allT = k, a
-		}
-		if t < bestT && under(k) {
-			best, bestT = k, t
-		}
-	}
-	if best < 0 { // every candidate not short of KV is over the bound on work
-		for k := range s.elig {
-			if t := s.score[k]; !short(k) && (best < 0 || t < bestT) {
-				best, bestT = k, t
-			}
-		}
-	}
-	if best < 0 { // unreachable: the least delayed candidate is always under the bound
-		best = all
-	}
-	reason := ReasonLowestTTFT
-	if best != all {
-		reason = ReasonLoadSpill
-		if s.kvWait[all] > 0 {
-			reason = ReasonKVSpill
-		}
-	}
-	// Near-equal choices: the one holding most of the prompt (free hits:
-	// an engine step costs the same whether it computes a few tokens or a
-	// few hundred); among those, the two the prefix's rendezvous order
-	// ranks first, and of the two the one with fewer requests in flight
-	// (a power of two choices: the TTFT estimate hardly sees decodes, and
-	// a uniform pick among ties let requests in flight drift apart, 22
-	// against 34 on W6, where round robin keeps them even).
-	margin := max(p.cfg.TieMargin*bestT, p.est.t0)
-	near := func(k int) bool { return k == best || (s.score[k] <= bestT+margin && under(k)) }
-	bestC := s.cached[s.elig[best]]
-	for k, i := range s.elig {
-		if near(k) && s.cached[i] > bestC {
-			bestC = s.cached[i]
-		}
-	}
-	first, second, r1, r2 := -1, -1, 0.0, 0.0
-	for k, i := range s.elig {
-		if !near(k) || s.cached[i] != bestC {
-			continue
-		}
-		r := rendezvous(key, cands[i].key(), 1, true)
-		switch {
-		case first < 0 || r > r1:
-			second, r2, first, r1 = first, r1, k, r
-		case second < 0 || r > r2:
-			second, r2 = k, r
-		}
-	}
-	best = first
-	if second >= 0 && s.flight[second] < s.flight[first] {
-		best = second
-	}
+	c := costPick{p: p, cands: cands, s: s, prompt: req.promptTokens()}
+	c.score(req, now)
+	best, bestT, reason := c.bounded()
+	best = c.nearTie(best, bestT, key)
 	if s.cached[s.elig[best]] == 0 {
-		best = p.spread(cands, s, best, bestT, under)
+		best = p.spread(&c, best, bestT)
 	}
-	hot := float64(p.cfg.Cost.HotPrefixQueueWait)
-	byQueue := s.queue[best] >= hot
-	// A new conversation's home is where its later turns find their
-	// context, and it holds nothing of its own anywhere: on a replica whose
-	// KV memory is far fuller than another's it and its neighbours' later
-	// turns evict each other (W3's cold start: two replicas at 93% with two
-	// idle, docs/routing.md).
-	byMemory := req.OpensConversation && (s.occ[best] >= 0 || s.fill[best] >= 0)
-	if hot > 0 && s.cached[s.elig[best]] > 0 && (byQueue || byMemory) {
-		// Replication is deliberate: compare estimated TTFTs, without the
-		// miss penalty that keeps prefixes at home.
-		next, nextT, nextR := -1, p.estimate(cands, s, best, prompt, mean)+hot, 0.0
-		for k, i := range s.elig {
-			t := p.estimate(cands, s, k, prompt, mean)
-			if k == best || t > nextT || !under(k) {
-				continue
-			}
-			// A second home pays only where the first queues longer: the
-			// queue trigger moves the prefix to a replica whose queue is
-			// shorter by HotPrefixQueueWait. Where every replica queues
-			// alike (an overloaded fleet) a copy adds its prefill and its
-			// blocks to a queue as long, and copies of every prefix then
-			// crowd each other out of memory (the ladder at 1.5×: hit rate
-			// 0.125 against dynamo_kv's 0.444, docs/routing.md).
-			if !(byQueue && s.queue[best]-s.queue[k] >= hot) && !(byMemory && s.roomier(k, best)) {
-				continue
-			}
-			if r := rendezvous(key, cands[i].key(), 1, true); next < 0 || t < nextT || r > nextR {
-				next, nextT, nextR = k, t, r
-			}
+	best, reason = c.hotPrefix(req, best, key, reason)
+	if p.cfg.ShedDelay > 0 {
+		to, ok := c.admit(best)
+		if !ok {
+			d := Decision{Reason: ReasonShed, Eligible: len(s.elig), SummaryFallback: fallback,
+				Cached: s.cached, Scores: candidateScores(s, len(cands), 1e9)}
+			d.TTFTs, d.Waits, d.MemoryWaits = p.estimates(cands, s, c.prompt, c.mean)
+			return -1, d, ErrOverloaded
 		}
-		if next >= 0 {
-			best, reason = next, ReasonHotPrefix
-		}
-	}
-	if shed := float64(p.cfg.ShedDelay); shed > 0 {
-		// Shedding: the delays above are relative to the candidates' mean
-		// correction (ttftScale); times it, they are absolute again.
-		abs := 1.0
-		if mean > 0 {
-			abs = mean
-		}
-		if s.delay[best]*abs > shed {
-			least := -1
-			for k := range s.elig {
-				if !(short(k) && fits > 0) && (least < 0 || s.delay[k] < s.delay[least]) {
-					least = k
-				}
-			}
-			if least < 0 || s.delay[least]*abs > shed {
-				d := Decision{Reason: ReasonShed, Eligible: len(s.elig), SummaryFallback: fallback,
-					Cached: s.cached, Scores: candidateScores(s, len(cands), 1e9)}
-				d.TTFTs, d.Waits, d.MemoryWaits = p.estimates(cands, s, prompt, mean)
-				return -1, d, ErrOverloaded
-			}
-			best, reason = least, ReasonLoadSpill
+		if to != best {
+			best, reason = to, ReasonLoadSpill
 		}
 	}
 	if len(s.elig) == 1 {
@@ -290,15 +87,15 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	d := Decision{
 		Reason:          reason,
 		CachedTokens:    int(s.cached[i]),
-		UncachedTokens:  prompt - int(s.cached[i]),
-		EstimatedTTFT:   time.Duration(math.Round(p.estimate(cands, s, best, prompt, mean))),
+		UncachedTokens:  c.prompt - int(s.cached[i]),
+		EstimatedTTFT:   time.Duration(math.Round(c.estimate(best))),
 		Score:           s.score[best] / 1e9,
 		Eligible:        len(s.elig),
 		SummaryFallback: fallback,
 		Cached:          s.cached,
 		Scores:          candidateScores(s, len(cands), 1e9),
 	}
-	d.TTFTs, d.Waits, d.MemoryWaits = p.estimates(cands, s, prompt, mean)
+	d.TTFTs, d.Waits, d.MemoryWaits = p.estimates(cands, s, c.prompt, c.mean)
 	p.place(req, cands[i].key(), now)
 	return i, d, nil
 }
@@ -319,17 +116,18 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 // of the margin and skipped. The order is this balancer's own and starts at
 // a candidate drawn from its seed (New), so many balancers rotate
 // independently and their first picks do not herd.
-func (p *costModel) spread(cands []Candidate, s *Scratch, best int, bestT float64, under func(int) bool) int {
+func (p *costModel) spread(c *costPick, best int, bestT float64) int {
 	margin := p.cfg.SpreadMargin
 	if margin <= 0 {
 		return best
 	}
 	margin = max(margin*bestT, p.est.t0)
-	n := len(cands)
+	s := c.s
+	n := len(c.cands)
 	last := int(p.last.Load() % int64(n))
 	pick, ahead := -1, n
 	for k, i := range s.elig {
-		if s.score[k] > bestT+margin || !under(k) {
+		if s.score[k] > bestT+margin || !c.under(k) {
 			continue
 		}
 		if s.cached[i] > 0 {
