@@ -34,7 +34,9 @@ type Explanation struct {
 	// too_large, ...; "": it was): the request is then routed without a
 	// cache prediction.
 	Unpredicted string `json:"unpredicted,omitempty"`
-	// Pick is the replica the request would go to and Reason why.
+	// Pick is the replica the request would go to and Reason why; a
+	// request the policy would shed (reason shed, routing.shed_delay) has
+	// no pick.
 	Pick   string `json:"pick"`
 	Reason string `json:"reason"`
 	// CachedTokens is the pick's predicted cached prompt tokens.
@@ -128,7 +130,11 @@ func (b *Balancer) explain(r *http.Request, k kind, body []byte) (*Explanation, 
 	case errors.Is(err, route.ErrAllFull):
 		return nil, openai.Unavailable("every replica serving %s is at its capacity; retry later", m.cfg.Name)
 	case errors.Is(err, route.ErrOverloaded):
-		return nil, openai.Unavailable("every replica serving %s is too loaded to answer in time; retry later", m.cfg.Name)
+		// The request would be refused (routing.shed_delay): no pick, and
+		// every candidate's estimates to say why.
+		ex.Reason, ex.SummaryFallback = string(d.Reason), d.SummaryFallback
+		ex.Candidates = candidateRecords(m.policy, set, cands, nil, d, now)
+		return ex, nil
 	case err != nil:
 		return nil, openai.Unavailable("no healthy replica serves %s", m.cfg.Name)
 	}

@@ -66,7 +66,11 @@ func (ex *Explanation) WriteTable(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "prompt %d tokens, %d full blocks of %d\n", ex.PromptTokens, len(ex.Blocks), ex.BlockSize)
 	}
-	fmt.Fprintf(w, "pick %s  reason %s  predicted cached %d tokens", ex.Pick, ex.Reason, ex.CachedTokens)
+	if ex.Pick == "" {
+		fmt.Fprintf(w, "no pick: reason %s (every replica's work would delay it past shed_delay)", ex.Reason)
+	} else {
+		fmt.Fprintf(w, "pick %s  reason %s  predicted cached %d tokens", ex.Pick, ex.Reason, ex.CachedTokens)
+	}
 	if ex.EstimatedTTFTMS != nil {
 		fmt.Fprintf(w, "  estimated TTFT %.1f ms", *ex.EstimatedTTFTMS)
 	}

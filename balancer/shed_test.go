@@ -5,11 +5,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/inferrail/inferrail/balancer/epp"
+	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/openai"
 )
 
@@ -17,7 +19,8 @@ import (
 // replica's queued prefill would delay past it is refused before any replica
 // sees it, in the shape each mode answers load with: proxy mode 503 with
 // Retry-After and an OpenAI error, counted as shed; the endpoint picker 429.
-// Once the queues are gone the same request is served.
+// Explain shows the refusal with every candidate's estimate. Once the
+// queues are gone the same request is served.
 func TestShedDelay(t *testing.T) {
 	ups := []*upstream{newUpstream(t, okHandler), newUpstream(t, okHandler)}
 	cfg := eppTestConfig(ups[0].srv.URL, ups[1].srv.URL)
@@ -65,6 +68,24 @@ func TestShedDelay(t *testing.T) {
 	}
 	if m := scrape(t, b); !strings.Contains(m, `inferrail_balancer_requests_total{mode="proxy",model="m",outcome="shed",route="chat"} 1`) {
 		t.Errorf("no shed outcome counted:\n%s", m)
+	}
+
+	// Explain shows the refusal and why: no pick, every candidate's
+	// estimate past shed_delay.
+	admin := httptest.NewServer(b.AdminHandler())
+	defer admin.Close()
+	ex := explainOf(t, admin.URL, chatBody)
+	if ex.Pick != "" || ex.Reason != string(route.ReasonShed) || len(ex.Candidates) != 2 {
+		t.Errorf("explain on the loaded fleet: pick %q reason %q, %d candidates; want no pick, reason shed, both", ex.Pick, ex.Reason, len(ex.Candidates))
+	}
+	for _, c := range ex.Candidates {
+		if c.EstimatedTTFTMS == nil || *c.EstimatedTTFTMS < 100 {
+			t.Errorf("candidate %s: estimated TTFT %v, want past shed_delay (100 ms)", c.ID, c.EstimatedTTFTMS)
+		}
+	}
+	var table strings.Builder
+	if err := ex.WriteTable(&table); err != nil || !strings.Contains(table.String(), "no pick: reason shed") {
+		t.Errorf("explain's table: %v\n%s", err, table.String())
 	}
 
 	_, err := eppPick(t, &eppPicker{b: b}, chatBody, epp.Subset{})

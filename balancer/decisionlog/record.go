@@ -25,7 +25,8 @@ type Record struct {
 	PromptBlocks int `json:"prompt_blocks"`
 	// CachedTokens is the winner's predicted cached prompt tokens.
 	CachedTokens int `json:"predicted_cached_tokens"`
-	// Winner is the chosen replica and Reason why.
+	// Winner is the chosen replica ("" for a request the policy shed,
+	// route.ErrOverloaded) and Reason why.
 	Winner string `json:"winner"`
 	Reason string `json:"reason"`
 	// Score is the winner's score where the policy scores (route.Decision).
