@@ -2,8 +2,6 @@ package devfleet_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -36,18 +34,10 @@ func TestBaselinesRouteAFleet(t *testing.T) {
 			if res.Summary.HitRateUsage <= 0 {
 				t.Errorf("hit rate %v: two shared system prompts must hit under a cache-aware baseline", res.Summary.HitRateUsage)
 			}
-			resp, err := http.Get(f.Balancers[0].Admin + "/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			body := get(t, f.Balancers[0].Admin+"/metrics")
 			for _, reason := range want[policy] {
-				if !strings.Contains(string(body), `reason="`+reason+`"`) {
-					t.Errorf("balancer metrics show no decision with reason %q:\n%s", reason, grepLines(string(body), "route_decisions_total"))
+				if !strings.Contains(body, `reason="`+reason+`"`) {
+					t.Errorf("balancer metrics show no decision with reason %q:\n%s", reason, grepLines(body, "route_decisions_total"))
 				}
 			}
 		})

@@ -211,3 +211,18 @@ func waitExactSummary(ctx context.Context, t *testing.T, name, admin string) {
 		}
 	}
 }
+
+// get returns the body of a GET of url, failing the test on any error.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(b)
+}

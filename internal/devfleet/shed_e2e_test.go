@@ -117,7 +117,7 @@ func TestShedDelayRefusesWhatCannotStartInTime(t *testing.T) {
 			Winner, Reason string
 		} `json:"decisions"`
 	}
-	if err := json.Unmarshal([]byte(get(t, bal.Admin+"/debug/decisions")), &log); err != nil {
+	if err := getJSON(ctx, bal.Admin+"/debug/decisions", &log); err != nil {
 		t.Fatal(err)
 	}
 	logged := 0
@@ -132,19 +132,4 @@ func TestShedDelayRefusesWhatCannotStartInTime(t *testing.T) {
 	if logged != shed {
 		t.Errorf("decision log has %d shed decisions, the clients got %d refusals", logged, shed)
 	}
-}
-
-// get returns the body of a GET of url, failing the test on any error.
-func get(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
-	}
-	return string(b)
 }
