@@ -57,15 +57,7 @@ func runShortW1(t *testing.T, bin, policy string, zeroLatency bool) (*bench.Resu
 	cfg.Binary, cfg.Replicas, cfg.Balancers, cfg.Port = bin, 2, 1, 0
 	cfg.ZeroLatency, cfg.CacheBlocks, cfg.Policy = zeroLatency, 2000, policy
 	cfg.LogDir = t.TempDir()
-	f, err := devfleet.Start(ctx, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	f := startFleet(t, ctx, cfg)
 	bc := bench.DefaultConfig()
 	bc.Warmup, bc.Targets = 0, []string{f.Balancers[0].URL}
 	bc.EngineMetrics = f.EngineMetricsURLs()

@@ -226,3 +226,20 @@ func get(t *testing.T, url string) string {
 	}
 	return string(b)
 }
+
+// startFleet starts a fleet of cfg and stops it when the test ends (ctx,
+// the hang guard, must be cancelled only after that: t.Cleanup(cancel)
+// before this call, not defer).
+func startFleet(t *testing.T, ctx context.Context, cfg devfleet.Config) *devfleet.Cluster {
+	t.Helper()
+	f, err := devfleet.Start(ctx, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return f
+}

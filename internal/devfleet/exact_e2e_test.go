@@ -233,21 +233,13 @@ func TestExactStateFleetPredictsEngineCache(t *testing.T) {
 
 func testExactState(t *testing.T, bin string, blocks int, overlayTTL time.Duration, minEvicted int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // hang guard
-	defer cancel()
+	t.Cleanup(cancel)
 	cfg := devfleet.DefaultConfig()
 	cfg.Binary, cfg.Replicas, cfg.Balancers, cfg.Port = bin, 2, 1, 0
 	cfg.ZeroLatency, cfg.CacheBlocks, cfg.OverlayTTL = true, blocks, overlayTTL
 	cfg.ExactState = true
 	cfg.LogDir = t.TempDir()
-	f, err := devfleet.Start(ctx, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := f.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
+	f := startFleet(t, ctx, cfg)
 
 	// The sidecars got the exact-state summary settings.
 	for _, r := range f.Replicas {

@@ -28,22 +28,14 @@ import (
 func TestShedDelayRefusesWhatCannotStartInTime(t *testing.T) {
 	bin := buildBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
-	defer cancel()
+	t.Cleanup(cancel)
 	cfg := devfleet.DefaultConfig()
 	cfg.Binary, cfg.Replicas, cfg.Balancers, cfg.Port = bin, 2, 1, 0
 	cfg.CacheBlocks, cfg.LogDir = 4000, t.TempDir()
 	rc := route.DefaultConfig()
 	rc.ShedDelay = 100 * time.Millisecond
 	cfg.Routing = &rc
-	f, err := devfleet.Start(ctx, cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := f.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
+	f := startFleet(t, ctx, cfg)
 	bal := f.Balancers[0]
 
 	const n = 16
