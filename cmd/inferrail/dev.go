@@ -45,8 +45,23 @@ func devConfig(args []string, stderr io.Writer) (devfleet.Config, error) {
 	fs.BoolVar(&cfg.ResponseCache, "response-cache", cfg.ResponseCache, "balancers answer repeated questions from their exact and semantic response caches (embeddings from the first simulator)")
 	fs.StringVar(&cfg.LogDir, "log-dir", "", "directory for the children's logs (default: a temporary directory)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "children's log level")
+	routing := fs.String("routing", "", "file with the balancers' models[].routing keys but policy and seed, e.g. shed_delay: 1500ms (default: the defaults)")
 	if err := parseFlags(fs, args); err != nil {
 		return cfg, err
+	}
+	if *routing != "" {
+		rc, err := readRouting(*routing)
+		if err != nil {
+			return cfg, err
+		}
+		// One policy: a key it does not read (shed_delay but for
+		// cost_model) is an error here, not dropped as for a comparison.
+		withPolicy := rc
+		withPolicy.Policy = cfg.Policy
+		if err := withPolicy.Validate(); err != nil {
+			return cfg, fmt.Errorf("--routing %s with --policy %s: %w", *routing, cfg.Policy, err)
+		}
+		cfg.Routing = &rc
 	}
 	return cfg, nil
 }

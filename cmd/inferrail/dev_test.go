@@ -3,8 +3,10 @@ package main
 import (
 	"io"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/devfleet"
 )
 
@@ -20,6 +22,14 @@ func TestDevConfig(t *testing.T) {
 		{"overlay off", []string{"--exact-state", "--overlay-ttl", "-1ns"}, func(c *devfleet.Config) { c.ExactState, c.OverlayTTL = true, -1 }, false},
 		{"fleet shape", []string{"--replicas", "2", "--balancers", "3", "--port", "0", "--policy", "prefix_hash", "--exact-state=false"},
 			func(c *devfleet.Config) { c.Replicas, c.Balancers, c.Port, c.Policy = 2, 3, 0, "prefix_hash" }, false},
+		{"routing", []string{"--routing", "testdata/shed.yaml"}, func(c *devfleet.Config) {
+			rc := route.DefaultConfig()
+			rc.ShedDelay = 1500 * time.Millisecond
+			c.Routing = &rc
+		}, false},
+		{"routing file missing", []string{"--routing", "testdata/none.yaml"}, nil, true},
+		{"routing sets the policy", []string{"--routing", "testdata/routing-policy.yaml"}, nil, true},
+		{"shed delay without cost_model", []string{"--policy", "round_robin", "--routing", "testdata/shed.yaml"}, nil, true},
 		{"unknown flag", []string{"--exact"}, nil, true},
 		{"stray argument", []string{"now"}, nil, true},
 	}
