@@ -142,6 +142,7 @@ func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *s
 		idx, d, ticket, ok, err := b.pick(rq, set, now, prep, sc, 1)
 		if err != nil {
 			if errors.Is(err, route.ErrOverloaded) {
+				b.m.reasons.WithLabelValues(m.cfg.Name, string(d.Reason)).Inc()
 				return nil, outcomeShed, openai.StatusError(http.StatusTooManyRequests,
 					"every replica serving "+m.cfg.Name+" is too loaded to answer in time; retry later")
 			}

@@ -93,6 +93,10 @@ func TestShedDelay(t *testing.T) {
 	if !errors.As(err, &oe) || oe.Status != http.StatusTooManyRequests {
 		t.Errorf("endpoint picker on the loaded fleet: %v, want 429", err)
 	}
+	// Both refusals are decisions with reason shed.
+	if m := scrape(t, b); !strings.Contains(m, `inferrail_balancer_route_decisions_total{model="m",reason="shed"} 2`) {
+		t.Errorf("route decisions lack the two sheds:\n%s", m)
+	}
 
 	for _, done := range tickets {
 		done()
