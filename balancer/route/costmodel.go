@@ -68,12 +68,14 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		best = p.spread(&c, best, bestT)
 	}
 	best, reason = c.hotPrefix(req, best, key, reason)
+	// What every decision shows, a pick or a refusal: every candidate's
+	// scores and estimates.
+	d := Decision{Eligible: len(s.elig), SummaryFallback: fallback, Cached: s.cached, Scores: candidateScores(s, len(cands), 1e9)}
+	d.TTFTs, d.Waits, d.MemoryWaits = p.estimates(cands, s, c.prompt, c.mean)
 	if p.cfg.ShedDelay > 0 {
 		to, ok := c.admit(best)
 		if !ok {
-			d := Decision{Reason: ReasonShed, Eligible: len(s.elig), SummaryFallback: fallback,
-				Cached: s.cached, Scores: candidateScores(s, len(cands), 1e9)}
-			d.TTFTs, d.Waits, d.MemoryWaits = p.estimates(cands, s, c.prompt, c.mean)
+			d.Reason = ReasonShed
 			return -1, d, ErrOverloaded
 		}
 		if to != best {
@@ -84,18 +86,10 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		reason = ReasonOnlyCandidate
 	}
 	i := int(s.elig[best])
-	d := Decision{
-		Reason:          reason,
-		CachedTokens:    int(s.cached[i]),
-		UncachedTokens:  c.prompt - int(s.cached[i]),
-		EstimatedTTFT:   time.Duration(math.Round(c.estimate(best))),
-		Score:           s.score[best] / 1e9,
-		Eligible:        len(s.elig),
-		SummaryFallback: fallback,
-		Cached:          s.cached,
-		Scores:          candidateScores(s, len(cands), 1e9),
-	}
-	d.TTFTs, d.Waits, d.MemoryWaits = p.estimates(cands, s, c.prompt, c.mean)
+	d.Reason = reason
+	d.CachedTokens, d.UncachedTokens = int(s.cached[i]), c.prompt-int(s.cached[i])
+	d.EstimatedTTFT = time.Duration(math.Round(c.estimate(best)))
+	d.Score = s.score[best] / 1e9
 	p.place(req, cands[i].key(), now)
 	return i, d, nil
 }
