@@ -300,7 +300,7 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			last = nil
 		}
 		ar, span := b.traceAttempt(r, rq, len(sc.cands), rep, &d, attempt)
-		done, retry, resp, err := b.try(w, ar, rq, rep, ticket, d, deadline)
+		done, retry, resp, err := b.try(w, ar, rq, rep, ticket, d, idx, deadline)
 		b.endAttempt(span, rq, done, retry, resp, err)
 		if done {
 			return
@@ -340,8 +340,8 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 // that the request is finished (answered, or the client is gone). Otherwise
 // the attempt failed before its first byte: retry names why, and resp (a
 // 502/503/504, body unread) or err is what it got. ticket is the lease's
-// (fleet.Replica.TryAcquire).
-func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep *fleet.Replica, ticket route.Ticket, d route.Decision, deadline time.Time) (done bool, retry string, resp *http.Response, err error) {
+// (fleet.Replica.TryAcquire); rep is candidate pick of decision d.
+func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep *fleet.Replica, ticket route.Ticket, d route.Decision, pick int, deadline time.Time) (done bool, retry string, resp *http.Response, err error) {
 	ls := &lease{rep: rep, uncached: d.UncachedTokens, output: rq.outputReserve(), ticket: ticket}
 	if !rq.stream {
 		// Its first token is invisible: the prefill is taken to end at the
@@ -449,7 +449,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		prefilled(false)
 	}
 	extra := http.Header{HeaderRequestID: {rq.id}, HeaderReplica: {rep.ID}}
-	extra[HeaderServerTiming] = append(resp.Header.Values(HeaderServerTiming), serverTiming(rq.start, sent, b.now()))
+	extra[HeaderServerTiming] = append(resp.Header.Values(HeaderServerTiming), serverTiming(rq.start, sent, b.now(), &d, pick))
 	if rq.tokens > 0 {
 		extra[HeaderPromptTokens] = []string{strconv.Itoa(rq.tokens)}
 		extra[HeaderCachedTokens] = []string{strconv.Itoa(d.CachedTokens)}

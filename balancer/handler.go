@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/openai"
 )
 
@@ -38,16 +39,36 @@ const (
 	// TimingUpstream is the time from that sending to the answer's first
 	// bytes from the replica (a stream's first event).
 	TimingUpstream = "inferrail-upstream"
+	// TimingEstimate is the policy's estimated time to first token on the
+	// replica that answered (route.Decision.EstimatedTTFT; cost_model only),
+	// TimingQueueWait and TimingMemoryWait its parts spent waiting for the
+	// work queued there and for KV memory. What the balancer expected, to
+	// hold against what the engine took: bench run records them.
+	TimingEstimate   = "inferrail-estimate"
+	TimingQueueWait  = "inferrail-queue-wait"
+	TimingMemoryWait = "inferrail-memory-wait"
 )
 
 // serverTiming is the Server-Timing value for an answer to a request that
-// arrived at start, was sent to the replica that answered at sent and got
-// its first bytes at first; durations in milliseconds to the microsecond.
-func serverTiming(start, sent, first time.Time) string {
+// arrived at start, was sent at sent to the replica that answered, the
+// candidate pick of decision d, and got its first bytes at first; durations
+// in milliseconds to the microsecond. The estimates are there when d has
+// them (cost_model).
+func serverTiming(start, sent, first time.Time, d *route.Decision, pick int) string {
 	ms := func(d time.Duration) string {
 		return strconv.FormatFloat(float64(max(d, 0))/float64(time.Millisecond), 'f', 3, 64)
 	}
-	return TimingRoute + ";dur=" + ms(sent.Sub(start)) + ", " + TimingUpstream + ";dur=" + ms(first.Sub(sent))
+	v := TimingRoute + ";dur=" + ms(sent.Sub(start)) + ", " + TimingUpstream + ";dur=" + ms(first.Sub(sent))
+	if d.EstimatedTTFT > 0 {
+		v += ", " + TimingEstimate + ";dur=" + ms(d.EstimatedTTFT)
+		if pick >= 0 && pick < len(d.Waits) && d.Waits[pick] >= 0 {
+			v += ", " + TimingQueueWait + ";dur=" + ms(d.Waits[pick])
+		}
+		if pick >= 0 && pick < len(d.MemoryWaits) && d.MemoryWaits[pick] >= 0 && d.MemoryWaits[pick] != route.MemoryShort {
+			v += ", " + TimingMemoryWait + ";dur=" + ms(d.MemoryWaits[pick])
+		}
+	}
+	return v
 }
 
 // kind is a proxied route.

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +19,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/inferrail/inferrail/balancer/decisionlog"
+	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/openai"
 )
 
@@ -463,4 +468,88 @@ func TestServerTiming(t *testing.T) {
 	if ms(upstream) < engineWait || route < 0 || ms(route+upstream) > waited {
 		t.Errorf("route %.3f ms, upstream %.3f ms; want upstream ≥ %v and both within the client's %v", route, upstream, engineWait, waited)
 	}
+}
+
+// TestServerTimingCarriesTheEstimate: a cost_model answer's Server-Timing
+// carries the decision's estimated TTFT on the replica that answered and its
+// queue and memory waits, the figures the decision log records for that
+// request's winner; a policy without estimates adds none.
+func TestServerTimingCarriesTheEstimate(t *testing.T) {
+	ups := []*upstream{newUpstream(t, okHandler), newUpstream(t, okHandler)}
+	b, srv := newTestBalancer(t, testConfig(ups[0].srv.URL, ups[1].srv.URL))
+	// Prefill queued on both replicas, so the pick waits for some.
+	for i, rep := range b.fleet.Snapshot().Replicas {
+		tk, ok := rep.TryAcquire(4_000*(i+1), 0)
+		if !ok {
+			t.Fatal("no slot")
+		}
+		t.Cleanup(func() { rep.Counters.Done(4_000*(i+1), 0, tk, false) })
+	}
+	resp, _ := post(t, srv.URL+"/v1/chat/completions", longChat)
+	timing := strings.Join(resp.Header.Values(HeaderServerTiming), ", ")
+	dur := func(name string) (float64, bool) {
+		m := regexp.MustCompile(`(?:^|, )` + regexp.QuoteMeta(name) + `;dur=([0-9.]+)(?:,|$)`).FindStringSubmatch(timing)
+		if m == nil {
+			return 0, false
+		}
+		f, err := strconv.ParseFloat(m[1], 64)
+		return f, err == nil
+	}
+	est, ok1 := dur(TimingEstimate)
+	queue, ok2 := dur(TimingQueueWait)
+	mem, ok3 := dur(TimingMemoryWait)
+	if !ok1 || !ok2 || !ok3 {
+		t.Fatalf("Server-Timing %q: want %s, %s and %s", timing, TimingEstimate, TimingQueueWait, TimingMemoryWait)
+	}
+
+	admin := httptest.NewServer(b.AdminHandler())
+	t.Cleanup(admin.Close)
+	dr := getDecisions(t, admin.URL)
+	if len(dr.Decisions) != 1 || dr.Decisions[0].RequestID != resp.Header.Get(HeaderRequestID) {
+		t.Fatalf("decisions %+v, want the one request's", dr.Decisions)
+	}
+	rec := dr.Decisions[0]
+	var win *decisionlog.Candidate
+	for i := range rec.Candidates {
+		if rec.Candidates[i].ID == rec.Winner && rec.Winner == resp.Header.Get(HeaderReplica) {
+			win = &rec.Candidates[i]
+		}
+	}
+	if win == nil || win.EstimatedTTFTMS == nil || win.QueueWaitMS == nil {
+		t.Fatalf("decision %+v: no estimate for the replica that answered (%s)", rec, resp.Header.Get(HeaderReplica))
+	}
+	logged := func(p *float64) float64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 0.002 }
+	if !near(est, *rec.EstimatedTTFTMS) || !near(queue, *win.QueueWaitMS) || !near(mem, logged(win.MemoryWaitMS)) || queue <= 0 || est+0.001 < queue+mem { // each rounded to the µs
+		t.Errorf("Server-Timing estimate %.3f, queue %.3f, memory %.3f ms; the decision log's %.3f, %.3f, %.3f; want equal, a queue, and the waits within the estimate",
+			est, queue, mem, *rec.EstimatedTTFTMS, *win.QueueWaitMS, logged(win.MemoryWaitMS))
+	}
+
+	cfg := testConfig(ups[0].srv.URL)
+	cfg.Routing.DefaultPolicy = route.PolicyRoundRobin
+	_, rr := newTestBalancer(t, cfg)
+	resp, _ = post(t, rr.URL+"/v1/chat/completions", longChat)
+	if v := strings.Join(resp.Header.Values(HeaderServerTiming), ", "); strings.Contains(v, TimingEstimate) || !strings.Contains(v, TimingRoute) {
+		t.Errorf("round_robin's Server-Timing %q: want the balancer's times and no estimate", v)
+	}
+}
+
+// getDecisions reads GET /debug/decisions of the admin server at adminURL.
+func getDecisions(t *testing.T, adminURL string) DecisionsResponse {
+	t.Helper()
+	resp, err := http.Get(adminURL + "/debug/decisions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var dr DecisionsResponse
+	if err := json.NewDecoder(resp.Body).Decode(&dr); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /debug/decisions: %d, %v", resp.StatusCode, err)
+	}
+	return dr
 }

@@ -88,6 +88,15 @@ type Record struct {
 	// header (no balancer, or one from before it sent it).
 	BalancerRoute    time.Duration `json:"balancer_route_ns,omitempty"`
 	BalancerUpstream time.Duration `json:"balancer_upstream_ns,omitempty"`
+	// EstimatedTTFT is the balancer's estimated time to first token on the
+	// replica that answered, and EstimatedQueueWait and EstimatedMemoryWait
+	// the parts of it waiting for the work queued there and for KV memory,
+	// from its Server-Timing (TimingEstimate, TimingQueueWait,
+	// TimingMemoryWait): held against EngineTTFT they show where the
+	// estimate is off. 0 without them (a policy that does not estimate).
+	EstimatedTTFT       time.Duration `json:"estimated_ttft_ns,omitempty"`
+	EstimatedQueueWait  time.Duration `json:"estimated_queue_wait_ns,omitempty"`
+	EstimatedMemoryWait time.Duration `json:"estimated_memory_wait_ns,omitempty"`
 }
 
 // OK reports whether the request was answered: it completed, or the
@@ -156,6 +165,9 @@ func (c *client) do(ctx context.Context, body []byte, scheduled time.Duration, r
 	if st := resp.Header.Values(HeaderServerTiming); len(st) > 0 {
 		rec.BalancerRoute, _ = ServerTiming(st, TimingRoute)
 		rec.BalancerUpstream, _ = ServerTiming(st, TimingUpstream)
+		rec.EstimatedTTFT, _ = ServerTiming(st, TimingEstimate)
+		rec.EstimatedQueueWait, _ = ServerTiming(st, TimingQueueWait)
+		rec.EstimatedMemoryWait, _ = ServerTiming(st, TimingMemoryWait)
 	}
 	if v := resp.Header.Get(HeaderCachedTokens); v != "" {
 		if n, err := strconv.Atoi(v); err == nil {

@@ -7,12 +7,16 @@ import (
 	"time"
 )
 
-// The balancer's Server-Timing metrics (balancer.TimingRoute and
-// balancer.TimingUpstream).
+// The balancer's Server-Timing metrics (balancer.TimingRoute,
+// balancer.TimingUpstream, balancer.TimingEstimate, balancer.TimingQueueWait
+// and balancer.TimingMemoryWait).
 const (
 	HeaderServerTiming = "Server-Timing"
 	TimingRoute        = "inferrail-route"
 	TimingUpstream     = "inferrail-upstream"
+	TimingEstimate     = "inferrail-estimate"
+	TimingQueueWait    = "inferrail-queue-wait"
+	TimingMemoryWait   = "inferrail-memory-wait"
 )
 
 // ServerTiming returns the duration of the metric named name in Server-Timing

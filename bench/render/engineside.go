@@ -90,11 +90,15 @@ const tailShare = 0.01
 // way back to the client (out: the same proxies and the client's reading).
 // route is the part of in the balancer spent between the request's headers
 // and its sending (bench.Record.BalancerRoute), when routed: every request
-// split had it.
+// split had it. est and mem are the balancer's estimate of the engine's
+// part and the wait for KV memory in it (bench.Record.EstimatedTTFT,
+// EstimatedMemoryWait), when estimated: every request split had one.
 type hops struct {
 	lag, in, engine, out float64
 	route                float64
 	routed               bool
+	est, mem             float64
+	estimated            bool
 }
 
 // tailHops returns the mean over repetitions of the mean hops of each run's
@@ -109,7 +113,7 @@ func tailHops(g *Group) (h hops, ok bool) {
 		return h, false
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	h.routed = true
+	h.routed, h.estimated = true, true
 	for _, r := range g.Reps {
 		recs, ok := engineTimed(r, func(rec *bench.Record) bool { return rec.EngineTTFT > 0 && rec.EngineArrival > 0 })
 		if !ok {
@@ -126,10 +130,14 @@ func tailHops(g *Group) (h hops, ok bool) {
 			sum.out += ms(rec.TTFT - rec.SendLag - in - rec.EngineTTFT)
 			sum.route += ms(rec.BalancerRoute)
 			h.routed = h.routed && rec.BalancerRoute > 0
+			sum.est += ms(rec.EstimatedTTFT)
+			sum.mem += ms(rec.EstimatedMemoryWait)
+			h.estimated = h.estimated && rec.EstimatedTTFT > 0
 		}
 		k := float64(n) * float64(len(g.Reps))
 		h.lag, h.in, h.engine, h.out = h.lag+sum.lag/k, h.in+sum.in/k, h.engine+sum.engine/k, h.out+sum.out/k
 		h.route += sum.route / k
+		h.est, h.mem = h.est+sum.est/k, h.mem+sum.mem/k
 	}
 	return h, true
 }
@@ -146,6 +154,13 @@ func tailSplit(own, rival *Group) (string, bool) {
 	if o.routed && r.routed {
 		in += fmt.Sprintf(" (%.1f vs %.1f ms of it in the balancer)", o.route, r.route)
 	}
-	return fmt.Sprintf("the slowest %.0f%% of requests (means): sent %.0f vs %.0f ms late, %s, %.0f vs %.0f ms there, %.0f vs %.0f ms back",
-		100*tailShare, o.lag, r.lag, in, o.engine, r.engine, o.out, r.out), true
+	there := fmt.Sprintf("%.0f vs %.0f ms there", o.engine, r.engine)
+	switch {
+	case o.estimated && r.estimated:
+		there += fmt.Sprintf(" (estimated %.0f vs %.0f, of it waiting for memory %.0f vs %.0f)", o.est, r.est, o.mem, r.mem)
+	case o.estimated:
+		there += fmt.Sprintf(" (estimated %.0f, of it waiting for memory %.0f)", o.est, o.mem)
+	}
+	return fmt.Sprintf("the slowest %.0f%% of requests (means): sent %.0f vs %.0f ms late, %s, %s, %.0f vs %.0f ms back",
+		100*tailShare, o.lag, r.lag, in, there, o.out, r.out), true
 }

@@ -97,4 +97,25 @@ func TestTailSplit(t *testing.T) {
 	if text, _ := tailSplit(own, rival); strings.Contains(text, "in the balancer") {
 		t.Errorf("a rival without the balancer's time: %q, want no balancer part", text)
 	}
+
+	// With the balancer's estimates (its Server-Timing), the engine's part
+	// is held against what was estimated for it, of the run that estimates
+	// or of both.
+	estimate := func(g *Group, est, mem time.Duration) {
+		for i := range g.Reps[0].Records {
+			g.Reps[0].Records[i].EstimatedTTFT, g.Reps[0].Records[i].EstimatedMemoryWait = est, mem
+		}
+	}
+	estimate(own, 14*time.Millisecond, 6*time.Millisecond)
+	if text, _ := tailSplit(own, rival); !strings.Contains(text, "30 vs 30 ms there (estimated 14, of it waiting for memory 6), 126") {
+		t.Errorf("tailSplit() with the estimates of one run = %q, want them beside the engine's part", text)
+	}
+	estimate(rival, 25*time.Millisecond, 0)
+	if text, _ := tailSplit(own, rival); !strings.Contains(text, "30 vs 30 ms there (estimated 14 vs 25, of it waiting for memory 6 vs 0), 126") {
+		t.Errorf("tailSplit() with the estimates of both = %q, want both", text)
+	}
+	rival.Reps[0].Records[99].EstimatedTTFT = 0
+	if text, _ := tailSplit(rival, own); strings.Contains(text, "estimated") {
+		t.Errorf("a run missing an estimate first: %q, want none", text)
+	}
 }

@@ -2,6 +2,7 @@ package devfleet_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/inferrail/inferrail/balancer/route"
 )
@@ -15,7 +16,8 @@ import (
 // the scheduled send, and the arrival by the wall clock, after the client
 // sent the request and early enough for the engine's first token to come
 // before the client's. The balancer's own times (its Server-Timing header)
-// fit between them.
+// fit between them, and it states what it estimated for each request: a
+// TTFT that holds its queue and memory waits.
 func TestBenchJoinsTheEnginesTimings(t *testing.T) {
 	res, _ := runShortW1(t, buildBinary(t), route.PolicyCostModel, false)
 	ids := map[string]bool{}
@@ -41,6 +43,10 @@ func TestBenchJoinsTheEnginesTimings(t *testing.T) {
 		if sent+r.BalancerRoute > r.EngineArrival || sent+r.BalancerRoute+r.BalancerUpstream > r.Scheduled+r.TTFT {
 			t.Errorf("session %d turn %d (%s): sent at %v, balancer route %v then upstream %v, engine arrival at %v, first token at %v; want the balancer's span within the client's, its routing before the engine",
 				r.Session, r.Turn, r.RequestID, sent, r.BalancerRoute, r.BalancerUpstream, r.EngineArrival, r.Scheduled+r.TTFT)
+		}
+		if r.EstimatedTTFT <= 0 || r.EstimatedQueueWait < 0 || r.EstimatedMemoryWait < 0 || r.EstimatedQueueWait+r.EstimatedMemoryWait > r.EstimatedTTFT+time.Microsecond { // each rounded to the µs
+			t.Errorf("session %d turn %d (%s): estimated TTFT %v, queue wait %v, memory wait %v; want an estimate holding both waits",
+				r.Session, r.Turn, r.RequestID, r.EstimatedTTFT, r.EstimatedQueueWait, r.EstimatedMemoryWait)
 		}
 	}
 }
