@@ -73,6 +73,12 @@ type Record struct {
 	// where the engine lists no such request (an engine other than the
 	// simulator, or no first token).
 	EngineTTFT time.Duration `json:"engine_ttft_ns,omitempty"`
+	// EngineQueue is the part of EngineTTFT the request waited to be
+	// admitted the first time, and EnginePreemptions how often the engine
+	// preempted it for want of KV memory (enginesim.FinishedRequest's Queue
+	// and Preemptions); 0 where the engine lists no such request.
+	EngineQueue       time.Duration `json:"engine_queue_ns,omitempty"`
+	EnginePreemptions int           `json:"engine_preemptions,omitempty"`
 	// EngineArrival is the request's arrival at the engine
 	// (enginesim.FinishedRequest.Arrival), from the run's start by the wall
 	// clock: with the engines on the load generator's machine, minus

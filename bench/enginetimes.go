@@ -36,6 +36,11 @@ type EngineTiming struct {
 	Arrival time.Time
 	// TTFT is the engine's time from Arrival to the first token.
 	TTFT time.Duration
+	// Queue is the part of TTFT the request waited to be admitted the first
+	// time (from its readiness after the front end's overhead), and
+	// Preemptions how often the engine preempted it for want of KV memory.
+	Queue       time.Duration
+	Preemptions int
 }
 
 // fetchEngineTimes returns the engines' own timings of the requests they
@@ -87,9 +92,11 @@ func ParseEngineTimes(body []byte, into map[string]EngineTiming) error {
 	var page struct {
 		Ranks []struct {
 			Requests []struct {
-				ID      string        `json:"id"`
-				Arrival time.Time     `json:"arrival"`
-				TTFT    time.Duration `json:"ttft_ns"`
+				ID          string        `json:"id"`
+				Arrival     time.Time     `json:"arrival"`
+				TTFT        time.Duration `json:"ttft_ns"`
+				Queue       time.Duration `json:"queue_ns"`
+				Preemptions int           `json:"preemptions"`
 			} `json:"requests"`
 		} `json:"ranks"`
 	}
@@ -102,7 +109,7 @@ func ParseEngineTimes(body []byte, into map[string]EngineTiming) error {
 			if i <= 0 || r.TTFT <= 0 {
 				continue
 			}
-			into[r.ID[:i]] = EngineTiming{Arrival: r.Arrival, TTFT: r.TTFT}
+			into[r.ID[:i]] = EngineTiming{Arrival: r.Arrival, TTFT: r.TTFT, Queue: max(r.Queue, 0), Preemptions: max(r.Preemptions, 0)}
 		}
 	}
 	return nil

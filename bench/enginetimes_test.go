@@ -9,11 +9,12 @@ import (
 
 // ParseEngineTimes keys each request by the id the client sent (the engine
 // id without the suffix after its last '-'), skips requests without a first
-// token, keeps the retried request's copy that has one, reads the arrival
-// where the engine lists it, and rejects a page that is not JSON.
+// token, keeps the retried request's copy that has one, reads the arrival,
+// the queue and the preemptions where the engine lists them, and rejects a
+// page that is not JSON.
 func TestParseEngineTimes(t *testing.T) {
 	page := `{"ranks":[{"rank":0,"requests":[
-		{"id":"bench-ab-s1-t0-0a1b2c3d","arrival":"2026-12-06T09:00:00.25Z","ttft_ns":120000000},
+		{"id":"bench-ab-s1-t0-0a1b2c3d","arrival":"2026-12-06T09:00:00.25Z","ttft_ns":120000000,"queue_ns":70000000,"preemptions":2},
 		{"id":"bench-ab-s2-t0-99999999","ttft_ns":0},
 		{"id":"nosuffix","ttft_ns":5},
 		{"id":"-1f2e3d4c","ttft_ns":5}
@@ -25,7 +26,7 @@ func TestParseEngineTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]EngineTiming{
-		"bench-ab-s1-t0": {Arrival: time.Date(2026, 12, 6, 9, 0, 0, 250e6, time.UTC), TTFT: 120 * time.Millisecond},
+		"bench-ab-s1-t0": {Arrival: time.Date(2026, 12, 6, 9, 0, 0, 250e6, time.UTC), TTFT: 120 * time.Millisecond, Queue: 70 * time.Millisecond, Preemptions: 2},
 		"bench-ab-s2-t0": {TTFT: 80 * time.Millisecond}, // a simulator that lists no arrival
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -52,8 +53,8 @@ func FuzzParseEngineTimes(f *testing.F) {
 			return
 		}
 		for id, e := range got {
-			if id == "" || e.TTFT <= 0 {
-				t.Fatalf("entry %q: %+v; want a non-empty id and a positive TTFT", id, e)
+			if id == "" || e.TTFT <= 0 || e.Queue < 0 || e.Preemptions < 0 {
+				t.Fatalf("entry %q: %+v; want a non-empty id, a positive TTFT and no negative queue or preemptions", id, e)
 			}
 		}
 	})

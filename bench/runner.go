@@ -153,6 +153,7 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 		for i := range records {
 			t := times[records[i].RequestID]
 			records[i].EngineTTFT = t.TTFT
+			records[i].EngineQueue, records[i].EnginePreemptions = t.Queue, t.Preemptions
 			if !t.Arrival.IsZero() {
 				// By the wall clock: start's monotonic reading has no
 				// counterpart in another process's time.

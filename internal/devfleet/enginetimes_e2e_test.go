@@ -12,7 +12,8 @@ import (
 // X-Request-Id, which the balancer and the sidecar pass to the engine, and
 // joins each answered request with the engine's own timing from the
 // simulator's /inferrail/debug/requests: a TTFT from the arrival at the
-// engine, which is above zero and no longer than the client's, counted from
+// engine, which is above zero and no longer than the client's (and holds the
+// engine's queue before admission), counted from
 // the scheduled send, and the arrival by the wall clock, after the client
 // sent the request and early enough for the engine's first token to come
 // before the client's. The balancer's own times (its Server-Timing header)
@@ -26,8 +27,9 @@ func TestBenchJoinsTheEnginesTimings(t *testing.T) {
 			t.Errorf("session %d turn %d: request id %q, want one of its own", r.Session, r.Turn, r.RequestID)
 		}
 		ids[r.RequestID] = true
-		if r.EngineTTFT <= 0 || r.EngineTTFT > r.TTFT {
-			t.Errorf("session %d turn %d (%s): engine TTFT %v, client TTFT %v; want 0 < engine ≤ client", r.Session, r.Turn, r.RequestID, r.EngineTTFT, r.TTFT)
+		if r.EngineTTFT <= 0 || r.EngineTTFT > r.TTFT || r.EngineQueue < 0 || r.EngineQueue > r.EngineTTFT || r.EnginePreemptions < 0 {
+			t.Errorf("session %d turn %d (%s): engine TTFT %v, its queue %v, preemptions %d, client TTFT %v; want 0 < engine ≤ client and the queue within the engine's",
+				r.Session, r.Turn, r.RequestID, r.EngineTTFT, r.EngineQueue, r.EnginePreemptions, r.TTFT)
 		}
 		sent := r.Scheduled + r.SendLag
 		if r.EngineArrival < sent || r.EngineArrival+r.EngineTTFT > r.Scheduled+r.TTFT {
