@@ -98,7 +98,7 @@ func (p *eppPicker) pickBodyless(rq *request, sub *epp.Subset, sc *scratch) (*ep
 		names = []string{sole}
 	}
 	rq.kind = kindEmbeddings // no prompt
-	var last *openai.Error
+	var last error
 	for _, name := range names {
 		if rq.model = b.cur().models.lookup(name, snap); rq.model == nil {
 			continue
@@ -119,9 +119,10 @@ func (p *eppPicker) pickBodyless(rq *request, sub *epp.Subset, sc *scratch) (*ep
 
 // route picks and leases a replica for rq among the subset's endpoints, with
 // the fallbacks after it. On failure it returns the outcome and the
-// immediate response: 429 when every allowed replica is at its caps (the
-// protocol's shedding), 503 when none is ready.
-func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *scratch) (*epp.Pick, string, *openai.Error) {
+// immediate response (an *openai.Error, or an *epp.Refusal that wraps one):
+// 429 when every allowed replica is at its caps or shed_delay sheds the
+// request (the protocol's shedding), 503 when none is ready.
+func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *scratch) (*epp.Pick, string, error) {
 	b := p.b
 	m := rq.model
 	snap := b.fleet.Snapshot()
@@ -143,11 +144,11 @@ func (p *eppPicker) route(rq *request, routeLabel string, sub *epp.Subset, sc *s
 		if err != nil {
 			if errors.Is(err, route.ErrOverloaded) {
 				b.m.reasons.WithLabelValues(m.cfg.Name, string(d.Reason)).Inc()
-				return nil, outcomeShed, openai.StatusError(http.StatusTooManyRequests,
-					"every replica serving "+m.cfg.Name+" is too loaded to answer in time; retry later")
+				return nil, outcomeShed, &epp.Refusal{Err: openai.StatusError(http.StatusTooManyRequests,
+					"every replica serving "+m.cfg.Name+" is too loaded to answer in time; retry later"), RetryAfter: d.RetryAfter}
 			}
 			if errors.Is(err, route.ErrAllFull) || (errors.Is(err, route.ErrNoCandidate) && len(sc.full) > 0) {
-				return nil, outcomeShed, openai.StatusError(http.StatusTooManyRequests,
+				return nil, outcomeFull, openai.StatusError(http.StatusTooManyRequests,
 					"every replica serving "+m.cfg.Name+" is at its capacity; retry later")
 			}
 			if sub.Set {

@@ -241,7 +241,8 @@ func TestEPPShedAndSettle(t *testing.T) {
 	for _, want := range []string{
 		`inferrail_balancer_requests_total{mode="epp",model="m",outcome="ok",route="chat"} 1`,
 		`inferrail_balancer_requests_total{mode="epp",model="m",outcome="client_gone",route="chat"} 1`,
-		`inferrail_balancer_requests_total{mode="epp",model="m",outcome="shed",route="chat"} 1`,
+		// Every slot taken is the caps' refusal, as in proxy mode, not a shed.
+		`inferrail_balancer_requests_total{mode="epp",model="m",outcome="full",route="chat"} 1`,
 		`inferrail_balancer_route_decision_seconds_count{mode="epp",model="m",policy="cost_model"}`,
 	} {
 		if !strings.Contains(metrics, want) {

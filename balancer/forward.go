@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/balancer/fleet"
+	"github.com/inferrail/inferrail/balancer/gateway"
 	"github.com/inferrail/inferrail/balancer/proxy"
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/kvblock"
@@ -253,7 +254,7 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			}
 			rq.outcome = outcomeShed
 			b.m.reasons.WithLabelValues(m.cfg.Name, string(d.Reason)).Inc()
-			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Retry-After", gateway.RetryAfter(d.RetryAfter))
 			openai.Unavailable("every replica serving %s is too loaded to answer in time; retry later", m.cfg.Name).Write(w)
 			return
 		}

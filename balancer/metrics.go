@@ -11,12 +11,12 @@ const (
 	outcomeUpstream5xx = "upstream_error"
 	outcomeBadRequest  = "bad_request" // rejected by the balancer: 4xx
 	outcomeNoReplica   = "no_replica"  // 503: nothing serves the model
-	outcomeFull        = "full"        // 503 + Retry-After: every replica at its caps
+	outcomeFull        = "full"        // every replica at its caps: 503 (the EPP's 429) + Retry-After
 	outcomeUnreachable = "unreachable" // 502/504: every attempt failed before a first byte
 	outcomeClientGone  = "client_gone" // the client went away
 	outcomeBroken      = "broken"      // the stream broke after its first byte
 	outcomeRejected    = "rejected"    // refused by the gateway: 401, 403, 429, or 503 with Redis down
-	outcomeShed        = "shed"        // refused for load: route.shed_delay (503 + Retry-After), or the EPP's 429 (its caps too)
+	outcomeShed        = "shed"        // refused for load: route.shed_delay (503, or the EPP's 429, + Retry-After)
 )
 
 // Modes, the values of the mode label: the request path that decided.

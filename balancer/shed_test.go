@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,8 +57,8 @@ func TestShedDelay(t *testing.T) {
 	var e struct {
 		Error struct{ Message, Type string } `json:"error"`
 	}
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
-		t.Fatalf("loaded fleet: %d, Retry-After %q: %s; want 503 with Retry-After 1", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("loaded fleet: %d, Retry-After %q: %s; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 	if err := json.Unmarshal(body, &e); err != nil || !strings.Contains(e.Error.Message, "too loaded") || e.Error.Type == "" {
 		t.Errorf("shed answer %s: want an OpenAI error naming the load", body)
@@ -78,10 +80,19 @@ func TestShedDelay(t *testing.T) {
 	if ex.Pick != "" || ex.Reason != string(route.ReasonShed) || len(ex.Candidates) != 2 {
 		t.Errorf("explain on the loaded fleet: pick %q reason %q, %d candidates; want no pick, reason shed, both", ex.Pick, ex.Reason, len(ex.Candidates))
 	}
+	least := math.Inf(1)
 	for _, c := range ex.Candidates {
 		if c.EstimatedTTFTMS == nil || *c.EstimatedTTFTMS < 100 {
 			t.Errorf("candidate %s: estimated TTFT %v, want past shed_delay (100 ms)", c.ID, c.EstimatedTTFTMS)
 		}
+		if c.QueueWaitMS != nil {
+			least = min(least, *c.QueueWaitMS) // the delay its queue adds
+		}
+	}
+	// Retry-After: how far the least delayed replica's queue is past
+	// shed_delay, in whole seconds, rounded up (seconds of queue here).
+	if want := strconv.Itoa(int(math.Ceil((least - 100) / 1000))); resp.Header.Get("Retry-After") != want || want == "1" {
+		t.Errorf("Retry-After %q, want %s: the least queue wait %.0f ms past shed_delay", resp.Header.Get("Retry-After"), want, least)
 	}
 	var table strings.Builder
 	if err := ex.WriteTable(&table); err != nil || !strings.Contains(table.String(), "no pick: reason shed") {
@@ -90,8 +101,9 @@ func TestShedDelay(t *testing.T) {
 
 	_, err := eppPick(t, &eppPicker{b: b}, chatBody, epp.Subset{})
 	var oe *openai.Error
-	if !errors.As(err, &oe) || oe.Status != http.StatusTooManyRequests {
-		t.Errorf("endpoint picker on the loaded fleet: %v, want 429", err)
+	ref, ok := errors.AsType[*epp.Refusal](err)
+	if !errors.As(err, &oe) || oe.Status != http.StatusTooManyRequests || !ok || ref.RetryAfter < time.Second {
+		t.Errorf("endpoint picker on the loaded fleet: %v, want 429 with a wait of the queue past shed_delay", err)
 	}
 	// Both refusals are decisions with reason shed.
 	if m := scrape(t, b); !strings.Contains(m, `inferrail_balancer_route_decisions_total{model="m",reason="shed"} 2`) {

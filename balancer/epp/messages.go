@@ -2,10 +2,12 @@ package epp
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -92,16 +94,33 @@ func destinationMetadata(endpoints []string) *structpb.Struct {
 	}}
 }
 
+// Refusal is a Picker's refusal for load that says how long to wait:
+// answered with Err's status and body and a Retry-After of RetryAfter in
+// whole seconds, rounded up, at least 1.
+type Refusal struct {
+	Err        *openai.Error
+	RetryAfter time.Duration
+}
+
+func (r *Refusal) Error() string { return r.Err.Error() }
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// retryAfter is the Retry-After of a 429 or 503 for d: whole seconds,
+// rounded up, at least 1.
+func retryAfter(d time.Duration) string {
+	return strconv.FormatInt(max(1, int64(math.Ceil(d.Seconds()))), 10)
+}
+
 // immediateResponse answers with e's status and OpenAI error body; a 429 or
-// 503 says when to retry.
-func immediateResponse(e *openai.Error) *extprocv3.ProcessingResponse {
+// 503 says when to retry: after wait (at least a second).
+func immediateResponse(e *openai.Error, wait time.Duration) *extprocv3.ProcessingResponse {
 	body, err := json.Marshal(e)
 	if err != nil { // cannot happen for the fixed shape
 		body = []byte(`{"error":{"message":"internal error","type":"InternalServerError","param":null,"code":500}}`)
 	}
 	m := &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{headerValue("content-type", "application/json")}}
 	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
-		m.SetHeaders = append(m.SetHeaders, headerValue("retry-after", "1"))
+		m.SetHeaders = append(m.SetHeaders, headerValue("retry-after", retryAfter(wait)))
 	}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
 		ImmediateResponse: &extprocv3.ImmediateResponse{

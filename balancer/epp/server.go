@@ -20,7 +20,8 @@ import (
 type Picker interface {
 	// Pick routes one request from its headers and whole body. An error
 	// that is (or wraps) an *openai.Error is sent as an immediate response
-	// with its status and JSON body; any other error as a 500.
+	// with its status and JSON body (a 429 or 503 with Retry-After: 1, or a
+	// Refusal's wait); any other error as a 500.
 	Pick(ctx context.Context, req *Request) (*Pick, error)
 	// Ready reports whether some endpoint can take a request (readiness).
 	Ready() bool

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -137,7 +138,7 @@ func (st *stream) requestBody(b *extprocv3.HttpBody) error {
 		return status.Error(codes.FailedPrecondition, "request body out of order")
 	}
 	if int64(len(st.req.Body))+int64(len(b.GetBody())) > st.s.cfg.MaxBodyBytes {
-		return st.immediate(openai.StatusError(http.StatusRequestEntityTooLarge, "request body too large"))
+		return st.immediate(openai.StatusError(http.StatusRequestEntityTooLarge, "request body too large"), 0)
 	}
 	st.req.Body = append(st.req.Body, b.GetBody()...)
 	if st.streamed() && !b.GetEndOfStream() {
@@ -222,13 +223,17 @@ func (st *stream) pickNow() error {
 			st.s.log.Warn("endpoint pick failed", "err", err)
 			oe = openai.Internal("%v", err)
 		}
-		return st.immediate(oe)
+		var wait time.Duration
+		if r, ok := errors.AsType[*Refusal](err); ok {
+			wait = r.RetryAfter
+		}
+		return st.immediate(oe, wait)
 	}
 	if len(p.Endpoints) == 0 {
 		if p.Lease != nil {
 			p.Lease.Done()
 		}
-		return st.immediate(openai.Unavailable("no endpoint is ready"))
+		return st.immediate(openai.Unavailable("no endpoint is ready"), 0)
 	}
 	st.pick, st.lease = p, p.Lease
 	return nil
@@ -303,9 +308,10 @@ func (st *stream) end() {
 	st.finish()
 }
 
-// immediate answers the request without an upstream and stops the stream.
-func (st *stream) immediate(e *openai.Error) error {
-	if err := st.send(immediateResponse(e)); err != nil {
+// immediate answers the request without an upstream and stops the stream;
+// a 429 or 503 says to retry after wait (at least a second).
+func (st *stream) immediate(e *openai.Error, wait time.Duration) error {
+	if err := st.send(immediateResponse(e, wait)); err != nil {
 		return err
 	}
 	return errStop

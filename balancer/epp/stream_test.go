@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -169,19 +170,22 @@ func TestNoBody(t *testing.T) {
 }
 
 // TestImmediate answers refusals with the picker's status and OpenAI error
-// body, and stops the stream.
+// body, and stops the stream; a 429 or 503 says when to retry: a second, or
+// a Refusal's wait in whole seconds, rounded up.
 func TestImmediate(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		err        error
 		status     int
-		retryAfter bool
+		retryAfter string
 	}{
-		{"unavailable", openai.Unavailable("no healthy replica serves m"), 503, true},
-		{"shed", openai.StatusError(http.StatusTooManyRequests, "full"), 429, true},
-		{"bad request", openai.BadRequest("model", "model is required"), 400, false},
-		{"wrapped", errors.Join(errors.New("x"), openai.ModelNotFound("q")), 404, false},
-		{"other error", errors.New("boom"), 500, false},
+		{"unavailable", openai.Unavailable("no healthy replica serves m"), 503, "1"},
+		{"full", openai.StatusError(http.StatusTooManyRequests, "full"), 429, "1"},
+		{"shed", &Refusal{Err: openai.StatusError(http.StatusTooManyRequests, "too loaded"), RetryAfter: 2300 * time.Millisecond}, 429, "3"},
+		{"shed soon", &Refusal{Err: openai.StatusError(http.StatusTooManyRequests, "too loaded"), RetryAfter: 200 * time.Millisecond}, 429, "1"},
+		{"bad request", openai.BadRequest("model", "model is required"), 400, ""},
+		{"wrapped", errors.Join(errors.New("x"), openai.ModelNotFound("q")), 404, ""},
+		{"other error", errors.New("boom"), 500, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &fakePicker{err: tc.err}
@@ -199,8 +203,8 @@ func TestImmediate(t *testing.T) {
 				t.Errorf("body %s is not an OpenAI error with code %d", ir.GetBody(), tc.status)
 			}
 			hs := setHeaders(ir.GetHeaders())
-			if hs["content-type"] != "application/json" || (hs["retry-after"] != "") != tc.retryAfter {
-				t.Errorf("headers %v", hs)
+			if hs["content-type"] != "application/json" || hs["retry-after"] != tc.retryAfter {
+				t.Errorf("headers %v, want retry-after %q", hs, tc.retryAfter)
 			}
 		})
 	}

@@ -75,7 +75,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	if p.cfg.ShedDelay > 0 {
 		to, ok := c.admit(best)
 		if !ok {
-			d.Reason = ReasonShed
+			d.Reason, d.RetryAfter = ReasonShed, c.retryAfter(to)
 			return -1, d, ErrOverloaded
 		}
 		if to != best {

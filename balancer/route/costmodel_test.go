@@ -1009,14 +1009,19 @@ func TestCostModelShedDelay(t *testing.T) {
 	if d.TTFTs[0] < 2*time.Second || d.TTFTs[1] < 2*time.Second || d.Eligible != 2 {
 		t.Errorf("a shed decision's estimates %v over %d eligible, want both past 2s over 2", d.TTFTs, d.Eligible)
 	}
+	// The wait it is told: the shorter queue's delay (2 s of queued tokens,
+	// and their attention and step overheads) past the 1 s bound.
+	if d.RetryAfter < time.Second || d.RetryAfter > 1500*time.Millisecond {
+		t.Errorf("a shed decision's retry after %v, want the 2 s queue's delay past 1 s (1 to 1.5 s)", d.RetryAfter)
+	}
 	slow := setup(0.7*perSecond, 0.7*perSecond)
-	if _, _, err := policy(time.Second).Pick(req(hs), slow, &Scratch{}); err != nil {
-		t.Fatalf("0.7s of queue, no correction: %v", err)
+	if _, d, err := policy(time.Second).Pick(req(hs), slow, &Scratch{}); err != nil || d.RetryAfter != 0 {
+		t.Fatalf("0.7s of queue, no correction: %v, retry after %v; want a pick and no wait", err, d.RetryAfter)
 	}
 	for k := range slow {
 		slow[k].TTFTScale = 2 // measured TTFTs twice the estimates
 	}
-	if _, _, err := policy(time.Second).Pick(req(hs), slow, &Scratch{}); !errors.Is(err, ErrOverloaded) {
-		t.Errorf("0.7s of queue measured at twice the estimate: err %v, want ErrOverloaded", err)
+	if _, d, err := policy(time.Second).Pick(req(hs), slow, &Scratch{}); !errors.Is(err, ErrOverloaded) || d.RetryAfter < 300*time.Millisecond || d.RetryAfter > 800*time.Millisecond {
+		t.Errorf("0.7s of queue measured at twice the estimate: err %v, retry after %v; want ErrOverloaded and the corrected delay past 1 s (0.3 to 0.8 s)", err, d.RetryAfter)
 	}
 }

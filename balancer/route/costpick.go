@@ -265,8 +265,8 @@ func (c *costPick) hotPrefix(req *Request, best int, key uint64, reason Reason) 
 
 // admit applies Config.ShedDelay to the choice best: it returns best when
 // its delay is within ShedDelay, else the least delayed candidate not short
-// of memory while another holds the request, and ok false when even that
-// one's delay exceeds ShedDelay. The delays are relative to the
+// of memory while another holds the request, and ok false (with that one,
+// or -1 when there is none) when even that one's delay exceeds ShedDelay. The delays are relative to the
 // candidates' mean correction (ttftScale); times it, they are absolute
 // again, as ShedDelay is.
 func (c *costPick) admit(best int) (to int, ok bool) {
@@ -285,9 +285,23 @@ func (c *costPick) admit(best int) (to int, ok bool) {
 		}
 	}
 	if least < 0 || s.delay[least]*abs > shed {
-		return -1, false
+		return least, false
 	}
 	return least, true
+}
+
+// retryAfter is the wait a refused request is told (Decision.RetryAfter):
+// how far the least delayed candidate admit would move to, least, is past
+// ShedDelay, as work drains at the pace the estimate assumes; 0 without one.
+func (c *costPick) retryAfter(least int) time.Duration {
+	if least < 0 {
+		return 0
+	}
+	abs := 1.0
+	if c.mean > 0 {
+		abs = c.mean
+	}
+	return max(time.Duration(c.s.delay[least]*abs)-c.p.cfg.ShedDelay, 0)
 }
 
 // estimate returns eligible candidate k's estimated TTFT (costModel.estimate).

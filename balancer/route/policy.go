@@ -122,6 +122,11 @@ type Decision struct {
 	// index and Waits the queue wait part of it (-1 where not eligible); nil
 	// for the other policies.
 	TTFTs, Waits []time.Duration
+	// RetryAfter is, for a request refused with ErrOverloaded, the
+	// estimated wait until the least delayed candidate's work would delay it
+	// no more than Config.ShedDelay (its delay beyond it); 0 otherwise. The
+	// HTTP layer's Retry-After says it in whole seconds, at least 1.
+	RetryAfter time.Duration
 	// MemoryWaits is cost_model's estimated wait for KV memory per
 	// candidate index, part of its TTFT (0: it fits or nothing is known;
 	// -1 where not eligible; MemoryShort where no wait could be estimated
