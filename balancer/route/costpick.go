@@ -266,9 +266,9 @@ func (c *costPick) hotPrefix(req *Request, best int, key uint64, reason Reason) 
 // admit applies Config.ShedDelay to the choice best: it returns best when
 // its delay is within ShedDelay, else the least delayed candidate not short
 // of memory while another holds the request, and ok false (with that one,
-// or -1 when there is none) when even that one's delay exceeds ShedDelay. The delays are relative to the
-// candidates' mean correction (ttftScale); times it, they are absolute
-// again, as ShedDelay is.
+// or -1 when there is none) when even that one's delay exceeds ShedDelay.
+// The delays are relative to the candidates' mean correction (ttftScale);
+// times it, they are absolute again, as ShedDelay is.
 func (c *costPick) admit(best int) (to int, ok bool) {
 	s := c.s
 	shed, abs := float64(c.p.cfg.ShedDelay), 1.0
