@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/inferrail/inferrail/balancer/fleet"
-	"github.com/inferrail/inferrail/balancer/gateway"
 	"github.com/inferrail/inferrail/balancer/proxy"
 	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/kvblock"
@@ -254,7 +253,7 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 			}
 			rq.outcome = outcomeShed
 			b.m.reasons.WithLabelValues(m.cfg.Name, string(d.Reason)).Inc()
-			w.Header().Set("Retry-After", gateway.RetryAfter(d.RetryAfter))
+			w.Header().Set("Retry-After", openai.RetryAfter(d.RetryAfter))
 			openai.Unavailable("every replica serving %s is too loaded to answer in time; retry later", m.cfg.Name).Write(w)
 			return
 		}

@@ -2,7 +2,6 @@ package epp
 
 import (
 	"encoding/json"
-	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -105,12 +104,6 @@ type Refusal struct {
 func (r *Refusal) Error() string { return r.Err.Error() }
 func (r *Refusal) Unwrap() error { return r.Err }
 
-// retryAfter is the Retry-After of a 429 or 503 for d: whole seconds,
-// rounded up, at least 1.
-func retryAfter(d time.Duration) string {
-	return strconv.FormatInt(max(1, int64(math.Ceil(d.Seconds()))), 10)
-}
-
 // immediateResponse answers with e's status and OpenAI error body; a 429 or
 // 503 says when to retry: after wait (at least a second).
 func immediateResponse(e *openai.Error, wait time.Duration) *extprocv3.ProcessingResponse {
@@ -120,7 +113,7 @@ func immediateResponse(e *openai.Error, wait time.Duration) *extprocv3.Processin
 	}
 	m := &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{headerValue("content-type", "application/json")}}
 	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
-		m.SetHeaders = append(m.SetHeaders, headerValue("retry-after", retryAfter(wait)))
+		m.SetHeaders = append(m.SetHeaders, headerValue("retry-after", openai.RetryAfter(wait)))
 	}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
 		ImmediateResponse: &extprocv3.ImmediateResponse{

@@ -140,9 +140,4 @@ func TestFormatReset(t *testing.T) {
 			t.Errorf("FormatReset(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
-	for d, want := range map[time.Duration]string{0: "1", 100 * time.Millisecond: "1", 1001 * time.Millisecond: "2", time.Minute: "60"} {
-		if got := RetryAfter(d); got != want {
-			t.Errorf("RetryAfter(%v) = %q, want %q", d, got, want)
-		}
-	}
 }

@@ -178,7 +178,7 @@ func (g *Gate) Admit(ctx context.Context, h http.Header, id Identity, model stri
 			what, s, dec = "tokens", ts, DecisionTokens
 		}
 		g.m.requests.WithLabelValues(id.Label, dec).Inc()
-		h.Set("Retry-After", RetryAfter(s.Wait))
+		h.Set("Retry-After", openai.RetryAfter(s.Wait))
 		req := 1
 		if what == "tokens" {
 			req = promptTokens

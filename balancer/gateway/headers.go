@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -29,12 +28,6 @@ func FormatReset(d time.Duration) string {
 	}
 	ms := (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 	return ms.String()
-}
-
-// RetryAfter returns the Retry-After value for a wait: whole seconds,
-// rounded up, at least 1.
-func RetryAfter(d time.Duration) string {
-	return strconv.FormatInt(max(1, int64(math.Ceil(d.Seconds()))), 10)
 }
 
 // setLimitHeaders writes the headers of both buckets that are on.
