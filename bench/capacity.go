@@ -18,11 +18,15 @@ const KindCapacity = "capacity"
 const CapacityGoodShare = 0.99
 
 // CapacitySearch configures the measurement of a policy's capacity before
-// the matrix: the policy at each of Rates in turn with short windows; the
-// capacity is the highest rate whose p99 TTFT stays within the SLO's TTFT
-// and whose share of requests within the SLO is at least
-// CapacityGoodShare. The search stops at the first rate beyond it. For a
-// trace (whose timestamps are fixed) a rate is a speed-up factor.
+// the matrix: the policy at each of Rates in turn with short windows, on the
+// first repetition's arrivals, until one rate is beyond the SLO (p99 TTFT
+// above the SLO's TTFT or fewer than CapacityGoodShare of requests within
+// the SLO). The highest rate within is then confirmed on the arrivals of
+// every other repetition of the matrix; where one of them is beyond, the
+// next lower rate is confirmed in turn. The capacity is the highest rate
+// within on every repetition's arrivals: the load the matrix runs at 1×,
+// where each of its repetitions runs, so one lucky run does not make it.
+// For a trace (whose timestamps are fixed) a rate is a speed-up factor.
 type CapacitySearch struct {
 	// Policy is the policy measured (round_robin when empty).
 	Policy string
@@ -64,13 +68,16 @@ type Capacity struct {
 
 // CapacityPoint is one run of the search.
 type CapacityPoint struct {
-	Rate     float64 `json:"rate"`
-	Requests int     `json:"requests"`
-	Failed   int     `json:"failed"`
-	P50      float64 `json:"ttft_p50_ms"`
-	P99      float64 `json:"ttft_p99_ms"`
-	Good     float64 `json:"good_fraction"`
-	Within   bool    `json:"within"`
+	Rate float64 `json:"rate"`
+	// Repetition is whose arrivals (seed + repetition) the run replayed:
+	// 0 for the ascending search, others for a confirmation.
+	Repetition int     `json:"repetition,omitempty"`
+	Requests   int     `json:"requests"`
+	Failed     int     `json:"failed"`
+	P50        float64 `json:"ttft_p50_ms"`
+	P99        float64 `json:"ttft_p99_ms"`
+	Good       float64 `json:"good_fraction"`
+	Within     bool    `json:"within"`
 }
 
 // WithinSLO applies the capacity rule to a run's summary.
@@ -84,19 +91,28 @@ func NewCapacityPoint(rate float64, s Summary, slo SLO) CapacityPoint {
 		Good: s.GoodFraction, Within: WithinSLO(s, slo)}
 }
 
-// capacityFrom returns the capacity the points measure (in the order tried,
-// ascending rates): the highest rate within before the first one beyond.
-// exceeded is true when the lowest rate is already beyond; rate is then
-// that lowest rate (0 without points).
+// capacityFrom returns the capacity the points measure (in the order
+// tried): the highest rate within on every point at it, below the lowest
+// rate with a point beyond. exceeded is true when the lowest rate tried is
+// beyond already; rate is then that lowest rate (0 without points).
 func capacityFrom(points []CapacityPoint) (rate float64, bracketed, exceeded bool) {
-	for i, p := range points {
-		if !p.Within {
+	rates := make([]float64, 0, len(points))
+	beyond := map[float64]bool{}
+	for _, p := range points {
+		if !slices.Contains(rates, p.Rate) {
+			rates = append(rates, p.Rate)
+		}
+		beyond[p.Rate] = beyond[p.Rate] || !p.Within
+	}
+	slices.Sort(rates)
+	for i, r := range rates {
+		if beyond[r] {
 			if i == 0 {
-				return p.Rate, true, true
+				return r, true, true
 			}
 			return rate, true, false
 		}
-		rate = p.Rate
+		rate = r
 	}
 	return rate, false, false
 }
@@ -145,8 +161,9 @@ func capacityPlans(cc CompareConfig) []plan {
 
 // searchCapacity runs the capacity search (Load of each plan is the rate
 // itself) and returns the capacity. When the policy is beyond the SLO at
-// the lowest rate already, that rate is the capacity, marked Exceeded: an
-// unattended matrix still runs, at the lowest load tried.
+// the lowest rate already, on any repetition's arrivals, that rate is the
+// capacity, marked Exceeded: an unattended matrix still runs, at the lowest
+// load tried.
 func searchCapacity(ctx context.Context, cc CompareConfig, log *slog.Logger) (*Capacity, error) {
 	sc := cc
 	if s := cc.Capacity; s.Duration > 0 {
@@ -159,38 +176,78 @@ func searchCapacity(ctx context.Context, cc CompareConfig, log *slog.Logger) (*C
 		sc.Bench.Drain = s.Drain
 	}
 	c := &Capacity{Policy: cc.Capacity.policy(), Unit: cc.Workload.unit(), Window: sc.Workload.Duration}
-	for _, p := range capacityPlans(cc) {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+	measure := func(p plan, rep int) (CapacityPoint, error) {
 		rc := sc
 		rc.Workload = sc.Workload.withRate(p.info.Load)
 		info := p.info
 		info.Load = 1
-		log.Info("bench capacity run", "label", p.label, "rate", p.info.Load, "unit", c.Unit)
-		res, err := compareOne(ctx, rc, info, p.label, 0, log)
+		label := p.label
+		if rep > 0 {
+			label = fmt.Sprintf("%s-rep%d", p.label, rep)
+		}
+		log.Info("bench capacity run", "label", label, "rate", p.info.Load, "unit", c.Unit, "repetition", rep)
+		res, err := compareOne(ctx, rc, info, label, rep, log)
 		if err != nil && ctx.Err() == nil {
-			log.Warn("bench capacity run failed; retrying once", "label", p.label, "err", err)
-			res, err = compareOne(ctx, rc, info, p.label, 0, log)
+			log.Warn("bench capacity run failed; retrying once", "label", label, "err", err)
+			res, err = compareOne(ctx, rc, info, label, rep, log)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("capacity search: %s: %w", p.label, err)
+			return CapacityPoint{}, fmt.Errorf("capacity search: %s: %w", label, err)
 		}
 		pt := NewCapacityPoint(p.info.Load, res.Summary, cc.Bench.SLO)
+		pt.Repetition = rep
 		c.Points = append(c.Points, pt)
-		log.Info("bench capacity point", "rate", pt.Rate, "p99_ms", pt.P99, "good", pt.Good, "within", pt.Within)
-		if !pt.Within {
-			break
-		}
+		log.Info("bench capacity point", "rate", pt.Rate, "repetition", rep, "p99_ms", pt.P99, "good", pt.Good, "within", pt.Within)
+		return pt, nil
+	}
+	if err := climb(ctx, capacityPlans(cc), cc.Repetitions, measure); err != nil {
+		return nil, err
 	}
 	if len(c.Points) == 0 {
 		return nil, fmt.Errorf("capacity search: no rates to try")
 	}
 	c.Rate, c.Bracketed, c.Exceeded = capacityFrom(c.Points)
 	if c.Exceeded {
-		p := c.Points[0]
 		log.Warn("bench capacity: beyond the SLO already at the lowest rate; running the matrix there", "policy", c.Policy,
-			"rate", p.Rate, "unit", c.Unit, "p99_ms", p.P99, "good", p.Good)
+			"rate", c.Rate, "unit", c.Unit)
 	}
 	return c, nil
+}
+
+// climb runs the search's order: the plans (ascending rates) on the first
+// repetition's arrivals until one is beyond, then the highest rate within
+// on every other repetition's (of reps), stepping down a rate while one of
+// them is beyond.
+func climb(ctx context.Context, plans []plan, reps int, measure func(plan, int) (CapacityPoint, error)) error {
+	within := 0 // plans[:within] were within on the first repetition
+	for _, p := range plans {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		pt, err := measure(p, 0)
+		if err != nil {
+			return err
+		}
+		if !pt.Within {
+			break
+		}
+		within++
+	}
+confirm:
+	for i := within - 1; i >= 0; i-- {
+		for rep := 1; rep < reps; rep++ {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			pt, err := measure(plans[i], rep)
+			if err != nil {
+				return err
+			}
+			if !pt.Within {
+				continue confirm
+			}
+		}
+		return nil
+	}
+	return nil
 }

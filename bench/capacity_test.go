@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ func TestCapacityFrom(t *testing.T) {
 		t.Error("WithinSLO does not apply p99 TTFT ≤ SLO and ≥ 99% good")
 	}
 	pt := func(rate, p99, good float64) CapacityPoint { return NewCapacityPoint(rate, sum(p99, good), slo) }
+	rep := func(p CapacityPoint, r int) CapacityPoint { p.Repetition = r; return p }
 	tests := []struct {
 		name                string
 		points              []CapacityPoint
@@ -33,6 +36,8 @@ func TestCapacityFrom(t *testing.T) {
 		{"never beyond", []CapacityPoint{pt(2, 100, 1), pt(4, 200, 1)}, 4, false, false},
 		{"beyond at once", []CapacityPoint{pt(2, 3000, 0.5)}, 2, true, true},
 		{"nothing tried", nil, 0, false, false},
+		{"a confirmation beyond steps down", []CapacityPoint{pt(2, 100, 1), pt(4, 900, 1), pt(6, 2500, 0.9), rep(pt(4, 2100, 0.98), 1), rep(pt(2, 300, 1), 1)}, 2, true, false},
+		{"every confirmation beyond", []CapacityPoint{pt(2, 100, 1), pt(4, 900, 1), rep(pt(4, 2100, 1), 1), rep(pt(2, 2400, 0.9), 1)}, 2, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,6 +46,71 @@ func TestCapacityFrom(t *testing.T) {
 				t.Errorf("capacityFrom() = %v, %v, %v; want %v, %v, %v", rate, bracketed, exceeded, tt.rate, tt.bracketed, tt.exceeded)
 			}
 		})
+	}
+}
+
+// The search climbs on the first repetition's arrivals until a rate is
+// beyond, then confirms the highest rate within on every other
+// repetition's, stepping down while a confirmation is beyond; nothing is
+// confirmed when the lowest rate is beyond or the matrix has one repetition.
+func TestClimb(t *testing.T) {
+	var plans []plan
+	for _, r := range []float64{2, 4, 6, 8} {
+		plans = append(plans, plan{info: RunInfo{Kind: KindCapacity, Load: r}})
+	}
+	type run struct {
+		rate float64
+		rep  int
+	}
+	tests := []struct {
+		name   string
+		reps   int
+		beyond []run // the runs beyond the SLO
+		want   []run // the runs made, in order
+	}{
+		{"confirmed at once", 3, []run{{6, 0}},
+			[]run{{2, 0}, {4, 0}, {6, 0}, {4, 1}, {4, 2}}},
+		{"a confirmation beyond steps down", 2, []run{{8, 0}, {6, 1}},
+			[]run{{2, 0}, {4, 0}, {6, 0}, {8, 0}, {6, 1}, {4, 1}}},
+		{"the last repetition beyond", 3, []run{{6, 0}, {4, 2}},
+			[]run{{2, 0}, {4, 0}, {6, 0}, {4, 1}, {4, 2}, {2, 1}, {2, 2}}},
+		{"beyond at the lowest", 2, []run{{2, 0}}, []run{{2, 0}}},
+		{"every confirmation beyond", 2, []run{{6, 0}, {4, 1}, {2, 1}},
+			[]run{{2, 0}, {4, 0}, {6, 0}, {4, 1}, {2, 1}}},
+		{"one repetition", 1, []run{{8, 0}}, []run{{2, 0}, {4, 0}, {6, 0}, {8, 0}}},
+		{"never beyond", 2, nil, []run{{2, 0}, {4, 0}, {6, 0}, {8, 0}, {8, 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []run
+			var points []CapacityPoint
+			err := climb(t.Context(), plans, tt.reps, func(p plan, rep int) (CapacityPoint, error) {
+				r := run{p.info.Load, rep}
+				got = append(got, r)
+				pt := CapacityPoint{Rate: r.rate, Repetition: rep, Within: !slices.Contains(tt.beyond, r)}
+				points = append(points, pt)
+				return pt, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("runs %v, want %v", got, tt.want)
+			}
+			// The capacity the points give is a rate within on every
+			// repetition's arrivals (or the lowest, beyond).
+			rate, _, exceeded := capacityFrom(points)
+			for _, p := range points {
+				if p.Rate == rate && !p.Within && !exceeded {
+					t.Errorf("capacity %v has a run beyond: %+v", rate, p)
+				}
+			}
+		})
+	}
+	failing := errors.New("fleet did not start")
+	err := climb(t.Context(), plans, 2, func(plan, int) (CapacityPoint, error) { return CapacityPoint{}, failing })
+	if !errors.Is(err, failing) {
+		t.Errorf("climb() = %v, want the run's error", err)
 	}
 }
 
@@ -123,14 +193,14 @@ func TestMatrixPlans(t *testing.T) {
 	cc.Repetitions = 2
 	cc.Workload.Duration, cc.Bench.Drain = 30*time.Second, 20*time.Second
 	b := PlanBudget(cc)
-	if want := (Budget{CapacityRuns: 3, Runs: 24, CapacityRun: 35 * time.Second, Run: 55 * time.Second, Total: 3*35*time.Second + 24*55*time.Second}); b != want {
+	if want := (Budget{CapacityRuns: 4, Runs: 24, CapacityRun: 35 * time.Second, Run: 55 * time.Second, Total: 4*35*time.Second + 24*55*time.Second}); b != want {
 		t.Errorf("PlanBudget() = %+v, want %+v", b, want)
 	}
 	var sb strings.Builder
 	if err := WritePlan(&sb, cc); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"best_peer@0.5x", "round_robin-capacity@12", "budget: 3 capacity runs", "= 23m45s"} {
+	for _, s := range []string{"best_peer@0.5x", "round_robin-capacity@12", "round_robin-capacity@confirmed-rep1", "budget: 4 capacity runs", "= 24m20s"} {
 		if !strings.Contains(sb.String(), s) {
 			t.Errorf("the plan lacks %q:\n%s", s, sb.String())
 		}

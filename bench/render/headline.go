@@ -44,11 +44,10 @@ func baseLoad(groups []*Group) string {
 	if c == nil {
 		return fmt.Sprintf("1× = %.3g %s as configured (no capacity search)", v, unit)
 	}
-	var beyond float64
+	var beyond float64 // the lowest rate above the capacity with a run beyond
 	for _, p := range c.Points {
-		if !p.Within {
+		if !p.Within && p.Rate > c.Rate && (beyond == 0 || p.Rate < beyond) {
 			beyond = p.Rate
-			break
 		}
 	}
 	if c.Exceeded {
@@ -57,7 +56,17 @@ func baseLoad(groups []*Group) string {
 	if !c.Bracketed || beyond == 0 {
 		return fmt.Sprintf("1× = %.3g %s: %s stayed within the SLO at every tried rate (its capacity is at least that; %v windows)", c.Rate, unit, c.Policy, c.Window)
 	}
-	return fmt.Sprintf("1× = %.3g %s, %s's measured capacity (within the SLO at %.3g, not at %.3g; %v windows)", c.Rate, unit, c.Policy, c.Rate, beyond, c.Window)
+	runs := 0 // the runs at the capacity, one per repetition's arrivals
+	for _, p := range c.Points {
+		if p.Rate == c.Rate {
+			runs++
+		}
+	}
+	at := fmt.Sprintf("%.3g", c.Rate)
+	if runs > 1 {
+		at += fmt.Sprintf(" on the arrivals of %d repetitions", runs)
+	}
+	return fmt.Sprintf("1× = %.3g %s, %s's measured capacity (within the SLO at %s, not at %.3g; %v windows)", c.Rate, unit, c.Policy, at, beyond, c.Window)
 }
 
 // capacitySection writes the capacity search's points.
@@ -67,15 +76,15 @@ func capacitySection(sb *strings.Builder, groups []*Group) {
 		return
 	}
 	_, unit := baseLoadValue(groups)
-	fmt.Fprintf(sb, "## Capacity\n\n%s at stepped rates, %v arrival windows; a rate is within its capacity when TTFT p99 is within the SLO's TTFT and at least %.0f%% of requests meet the SLO. %s.\n\n",
+	fmt.Fprintf(sb, "## Capacity\n\n%s at stepped rates, %v arrival windows; a rate is within its capacity when TTFT p99 is within the SLO's TTFT and at least %.0f%% of requests meet the SLO, on the first repetition's arrivals and then, for the highest rate within, on every other repetition's (a rate beyond there steps the search down). %s.\n\n",
 		c.Policy, c.Window, 100*bench.CapacityGoodShare, strings.TrimPrefix(baseLoad(groups), ""))
-	fmt.Fprintf(sb, "| %s | requests | failed | TTFT p50 ms | TTFT p99 ms | good %% | within |\n|---|---|---|---|---|---|---|\n", unit)
+	fmt.Fprintf(sb, "| %s | arrivals of | requests | failed | TTFT p50 ms | TTFT p99 ms | good %% | within |\n|---|---|---|---|---|---|---|---|\n", unit)
 	for _, p := range c.Points {
 		yes := "no"
 		if p.Within {
 			yes = "yes"
 		}
-		fmt.Fprintf(sb, "| %.3g | %d | %d | %.0f | %.0f | %.1f | %s |\n", p.Rate, p.Requests, p.Failed, p.P50, p.P99, 100*p.Good, yes)
+		fmt.Fprintf(sb, "| %.3g | repetition %d | %d | %d | %.0f | %.0f | %.1f | %s |\n", p.Rate, p.Repetition, p.Requests, p.Failed, p.P50, p.P99, 100*p.Good, yes)
 	}
 	sb.WriteString("\n")
 }

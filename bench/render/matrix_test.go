@@ -381,7 +381,7 @@ func TestWriteTreeParts(t *testing.T) {
 		t.Errorf("headline snippet:\n%s", head)
 	}
 	rep := read("mooncake-h100/report.md")
-	for _, want := range []string{"## Capacity", "| 3 | 150 | 0 | 0 | 4000 | 70.0 | no |", "every cell: cost_model TTFT p99",
+	for _, want := range []string{"## Capacity", "| 3 | repetition 0 | 150 | 0 | 0 | 4000 | 70.0 | no |", "every cell: cost_model TTFT p99",
 		"### Losing cells", "| mooncake-h100 1× | p50 vs the lowest |"} {
 		if !strings.Contains(rep, want) {
 			t.Errorf("part report lacks %q:\n%s", want, rep)
@@ -452,6 +452,9 @@ func TestBaseLoad(t *testing.T) {
 	}{
 		{nil, "1× = 10 sessions/s as configured (no capacity search)"},
 		{&bench.Capacity{Policy: "round_robin", Rate: 5, Bracketed: true, Window: time.Second, Points: pts}, "1× = 5 sessions/s, round_robin's measured capacity (within the SLO at 5, not at 10; 1s windows)"},
+		{&bench.Capacity{Policy: "round_robin", Rate: 5, Bracketed: true, Window: time.Second, Points: []bench.CapacityPoint{
+			{Rate: 5, Within: true}, {Rate: 10, Within: true}, {Rate: 15}, {Rate: 10, Repetition: 1}, {Rate: 5, Repetition: 1, Within: true}}},
+			"1× = 5 sessions/s, round_robin's measured capacity (within the SLO at 5 on the arrivals of 2 repetitions, not at 10; 1s windows)"},
 		{&bench.Capacity{Policy: "round_robin", Rate: 10, Window: time.Second, Points: []bench.CapacityPoint{{Rate: 10, Within: true}}}, "stayed within the SLO at every tried rate"},
 		{&bench.Capacity{Policy: "round_robin", Rate: 10, Bracketed: true, Exceeded: true, Window: time.Second, Points: []bench.CapacityPoint{{Rate: 10}}}, "the lowest tried rate: round_robin was beyond the SLO already there"},
 	} {

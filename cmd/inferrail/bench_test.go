@@ -195,7 +195,7 @@ func TestParseCompareMatrix(t *testing.T) {
 		"--capacity-rates", "2,4", "--repetitions", "2", "--out", t.TempDir()}, &out, io.Discard); code != 0 {
 		t.Fatalf("bench compare --dry-run exited %d: %s", code, out.String())
 	}
-	for _, s := range []string{"round_robin-capacity@4", "cost_model", "budget: 2 capacity runs", "4 runs (2 repetitions)"} {
+	for _, s := range []string{"round_robin-capacity@4", "cost_model", "round_robin-capacity@confirmed-rep1", "budget: 3 capacity runs", "4 runs (2 repetitions)"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("the dry run's plan lacks %q:\n%s", s, out.String())
 		}
