@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/inferrail/inferrail/bench"
@@ -51,7 +52,22 @@ func baseLoad(groups []*Group) string {
 		}
 	}
 	if c.Exceeded {
-		return fmt.Sprintf("1× = %.3g %s, the lowest tried rate: %s was beyond the SLO already there, so its capacity is below it (%v windows)", c.Rate, unit, c.Policy, c.Window)
+		var within, beyondReps []string // repetitions' arrivals at the lowest rate
+		for _, p := range c.Points {
+			if p.Rate != c.Rate {
+				continue
+			}
+			if p.Within {
+				within = append(within, strconv.Itoa(p.Repetition))
+			} else {
+				beyondReps = append(beyondReps, strconv.Itoa(p.Repetition))
+			}
+		}
+		there := "already there"
+		if len(within) > 0 {
+			there = fmt.Sprintf("there on the arrivals of repetition %s (within on repetition %s's)", strings.Join(beyondReps, ", "), strings.Join(within, ", "))
+		}
+		return fmt.Sprintf("1× = %.3g %s, the lowest tried rate: %s was beyond the SLO %s, so its capacity is below it (%v windows)", c.Rate, unit, c.Policy, there, c.Window)
 	}
 	if !c.Bracketed || beyond == 0 {
 		return fmt.Sprintf("1× = %.3g %s: %s stayed within the SLO at every tried rate (its capacity is at least that; %v windows)", c.Rate, unit, c.Policy, c.Window)

@@ -457,6 +457,9 @@ func TestBaseLoad(t *testing.T) {
 			"1× = 5 sessions/s, round_robin's measured capacity (within the SLO at 5 on the arrivals of 2 repetitions, not at 10; 1s windows)"},
 		{&bench.Capacity{Policy: "round_robin", Rate: 10, Window: time.Second, Points: []bench.CapacityPoint{{Rate: 10, Within: true}}}, "stayed within the SLO at every tried rate"},
 		{&bench.Capacity{Policy: "round_robin", Rate: 10, Bracketed: true, Exceeded: true, Window: time.Second, Points: []bench.CapacityPoint{{Rate: 10}}}, "the lowest tried rate: round_robin was beyond the SLO already there"},
+		{&bench.Capacity{Policy: "round_robin", Rate: 10, Bracketed: true, Exceeded: true, Window: time.Second, Points: []bench.CapacityPoint{
+			{Rate: 10, Within: true}, {Rate: 15}, {Rate: 10, Repetition: 1}}},
+			"the lowest tried rate: round_robin was beyond the SLO there on the arrivals of repetition 1 (within on repetition 0's), so its capacity is below it"},
 	} {
 		if got := baseLoad(g(tt.c)); !strings.Contains(got, tt.want) {
 			t.Errorf("baseLoad() = %q, want %q", got, tt.want)
