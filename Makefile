@@ -67,7 +67,7 @@ demo: build
 
 # The committed benchmark matrix and report (bench/results/<part>, bench/report):
 # seven parts (W1 W2 W3 W6 ladder mooncake mooncake-h100) of at most 30 minutes
-# each on a quiet 2-core machine, at most about 3.5 hours in all. WORKLOADS="ladder"
+# each on a quiet 2-core machine, at most about 3.4 hours in all. WORKLOADS="ladder"
 # reruns one part; the report merges every part present.
 WORKLOADS ?=
 bench: build
