@@ -16,6 +16,7 @@ import (
 
 	"github.com/inferrail/inferrail/internal/kvblock"
 	"github.com/inferrail/inferrail/internal/tokenize"
+	"github.com/inferrail/inferrail/internal/wallclock"
 )
 
 // Runner drives one target open-loop. A Runner is used for one run at a time.
@@ -150,14 +151,16 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 	if times, err := fetchEngineTimes(context.WithoutCancel(ctx), r.http, r.cfg.EngineMetrics); err != nil {
 		r.log.Debug("engine timings unavailable", "err", err)
 	} else {
+		// By the wall clock: start's monotonic reading has no counterpart
+		// in another process's time (wallclock: not start's own wall
+		// reading, which a descheduled clock read leaves early).
+		startWall := wallclock.Of(start)
 		for i := range records {
 			t := times[records[i].RequestID]
 			records[i].EngineTTFT = t.TTFT
 			records[i].EngineQueue, records[i].EnginePreemptions = t.Queue, t.Preemptions
 			if !t.Arrival.IsZero() {
-				// By the wall clock: start's monotonic reading has no
-				// counterpart in another process's time.
-				records[i].EngineArrival = t.Arrival.Sub(start.Round(0))
+				records[i].EngineArrival = t.Arrival.Sub(startWall)
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package enginesim
 import (
 	"net/http"
 	"time"
+
+	"github.com/inferrail/inferrail/internal/wallclock"
 )
 
 // FinishedRequest is one finished request as the engine saw it: its
@@ -66,7 +68,7 @@ func (l *requestLog) list() []FinishedRequest {
 func (e *Engine) record(s *seq, reason string, t time.Time) {
 	r := FinishedRequest{
 		ID:           s.req.ID,
-		Arrival:      s.arrival.Round(0),
+		Arrival:      wallclock.Of(s.arrival), // comparable with another process's wall clock
 		PromptTokens: s.promptLen,
 		CachedTokens: max(s.cachedTokens, 0),
 		OutputTokens: s.numOutput,
