@@ -271,10 +271,7 @@ func (c *costPick) hotPrefix(req *Request, best int, key uint64, reason Reason) 
 // times it, they are absolute again, as ShedDelay is.
 func (c *costPick) admit(best int) (to int, ok bool) {
 	s := c.s
-	shed, abs := float64(c.p.cfg.ShedDelay), 1.0
-	if c.mean > 0 {
-		abs = c.mean
-	}
+	shed, abs := float64(c.p.cfg.ShedDelay), c.absolute()
 	if s.delay[best]*abs <= shed {
 		return best, true
 	}
@@ -297,11 +294,16 @@ func (c *costPick) retryAfter(least int) time.Duration {
 	if least < 0 {
 		return 0
 	}
-	abs := 1.0
+	return max(time.Duration(c.s.delay[least]*c.absolute())-c.p.cfg.ShedDelay, 0)
+}
+
+// absolute is the factor that makes a delay, relative to the candidates'
+// mean correction, absolute again: that mean, or 1 when none is measured.
+func (c *costPick) absolute() float64 {
 	if c.mean > 0 {
-		abs = c.mean
+		return c.mean
 	}
-	return max(time.Duration(c.s.delay[least]*abs)-c.p.cfg.ShedDelay, 0)
+	return 1
 }
 
 // estimate returns eligible candidate k's estimated TTFT (costModel.estimate).
