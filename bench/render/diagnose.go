@@ -23,6 +23,9 @@ func diagnose(own, rival *Group, replicas int) string {
 	if rival != nil {
 		if oh, rh := own.hit(), rival.hit(); rh-oh > 0.02 {
 			out = append(out, fmt.Sprintf("hit rate %.3f vs %.3f: more uncached prefill", oh, rh))
+			if text, ok := awayText(own, rival); ok {
+				out = append(out, text)
+			}
 		} else if oh-rh > 0.02 {
 			out = append(out, fmt.Sprintf("hit rate %.3f vs %.3f: the extra hits did not pay", oh, rh))
 		}
@@ -107,6 +110,32 @@ func diagnose(own, rival *Group, replicas int) string {
 		return "no cause in hit rate, balance, predictions or the load generator"
 	}
 	return strings.Join(out, "; ")
+}
+
+// awayText says, where the workload is of prompts in shared-prefix groups,
+// how many requests a run own sent away from every replica their group had
+// gone to, against rival, where own sent more, and what share of their
+// prompts the requests sent to their group's replicas found cached, where
+// own's found less (ok false when neither).
+func awayText(own, rival *Group) (string, bool) {
+	op, ok := groupPlacement(own)
+	if !ok {
+		return "", false
+	}
+	rp, ok := groupPlacement(rival)
+	if !ok {
+		return "", false
+	}
+	var out []string
+	if op.away >= rp.away+2 {
+		out = append(out, fmt.Sprintf("%.1f requests a run went to a replica none of their group's earlier requests had gone to (%s %.1f), each computing its group's prompt again",
+			op.away, rival.Label, rp.away))
+	}
+	if op.homeShare < rp.homeShare-0.05 {
+		out = append(out, fmt.Sprintf("requests sent where their group had gone found %.0f%% of their prompt tokens cached (%s %.0f%%): the rest evicted there or not yet computed",
+			100*op.homeShare, rival.Label, 100*rp.homeShare))
+	}
+	return strings.Join(out, "; "), len(out) > 0
 }
 
 // goodResolution says how many good requests a run own lost against rival
