@@ -23,8 +23,10 @@ func TestCountPlacement(t *testing.T) {
 		rec(4, "b", 5, false), // group 1, away
 		rec(5, "c", 6, false), // group 1, away
 	}
-	records = append(records, bench.Record{Session: 1, Replica: "c", Scheduled: 7, Status: 503}) // failed: ignored
-	want := placementCount{away: 2, homePrompt: 100, homeCached: 40} // session 3 only
+	// A failed request is not counted.
+	records = append(records, bench.Record{Session: 1, Replica: "c", Scheduled: 7, Status: 503})
+	// Session 3 alone went where its group had gone.
+	want := placementCount{away: 2, homePrompt: 100, homeCached: 40}
 	if c, ok := countPlacement(records, groups); !ok || c != want {
 		t.Errorf("countPlacement = %+v, %v; want %+v, true", c, ok, want)
 	}
