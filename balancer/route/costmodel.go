@@ -65,7 +65,12 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 	best, bestT, reason := c.bounded()
 	best = c.nearTie(best, bestT, key)
 	if s.cached[s.elig[best]] == 0 {
-		best = p.spread(&c, best, bestT)
+		if turn := p.spread(&c, best, bestT); turn != best {
+			best = turn
+			if reason == ReasonLowestTTFT { // a spill stays one
+				reason = ReasonRotation
+			}
+		}
 	}
 	best, reason = c.hotPrefix(req, best, key, reason)
 	// What every decision shows, a pick or a refusal: every candidate's

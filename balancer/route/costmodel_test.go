@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -213,7 +214,10 @@ func TestCostModelChoices(t *testing.T) {
 				tc.edit(cs)
 			}
 			got, d := mustPick(t, newPolicy(t, PolicyCostModel, tc.cfg), req(hs), cs)
-			if tc.want >= 0 && got != tc.want || tc.want < 0 && got == 2 || d.Reason != tc.wantReason {
+			// Going cold, the pick among the near-equal others may be the
+			// rotation's (costModel.spread), and says so.
+			reasonOK := d.Reason == tc.wantReason || tc.want < 0 && tc.wantReason == ReasonLowestTTFT && d.Reason == ReasonRotation
+			if tc.want >= 0 && got != tc.want || tc.want < 0 && got == 2 || !reasonOK {
 				t.Errorf("pick %d (%q), want %d (%q); decision %+v", got, d.Reason, tc.want, tc.wantReason, d)
 			}
 		})
@@ -662,12 +666,24 @@ func TestCostModelRotatesUncachedNearTies(t *testing.T) {
 	}
 	lease(cs[4].Own, 20*1024) // far out of the margin
 	var order []int
+	rotated := 0
 	for i := range 8 {
 		got, d := mustPick(t, p, req(prompt(uint32(3000+i), uint32(3000+i), 0, 64)), cs)
 		if got == 4 {
 			t.Fatalf("prompt %d went to the replica far out of the margin (scores %v)", i, d.Scores)
 		}
 		order = append(order, got)
+		// The decision says so when the turn, not the estimate, chose.
+		lowest := d.Scores[got] == slices.Min(d.Scores)
+		switch {
+		case d.Reason == ReasonRotation && !lowest:
+			rotated++
+		case d.Reason != ReasonLowestTTFT || !lowest:
+			t.Errorf("prompt %d: pick %d (%q) with scores %v, want lowest_ttft for the lowest, rotation otherwise", i, got, d.Reason, d.Scores)
+		}
+	}
+	if rotated == 0 {
+		t.Errorf("no pick said rotation: %v", order)
 	}
 	for i := 4; i < 8; i++ {
 		if order[i] != order[i-4] {

@@ -65,6 +65,11 @@ const (
 	// ReasonHotPrefix: the prefix's warm replica was saturated and the next
 	// best became a second home for it.
 	ReasonHotPrefix Reason = "hot_prefix_replica"
+	// ReasonRotation: cost_model took the prompt, which no near candidate
+	// holds any of, in turn over the near candidates (costModel.spread)
+	// instead of the lowest estimate (a spill off the preferred replica
+	// keeps its spill reason).
+	ReasonRotation Reason = "rotation"
 	// ReasonOnlyCandidate: one eligible candidate.
 	ReasonOnlyCandidate Reason = "only_candidate"
 )
