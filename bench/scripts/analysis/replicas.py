@@ -1,13 +1,21 @@
-"""Prints, per bench result file, each replica's measured requests, hit rate
-(cached over prompt tokens) and TTFT p50 (ms), as requests/hit/p50, replicas
-in name order. Warm-up and failed requests are left out.
+"""Per replica of bench result files: the measured requests it took, its hit
+rate (cached over prompt tokens) and its TTFT p50 (ms). Warm-up and failed
+requests are left out.
 Usage: replicas.py RESULT.json...
-e.g. replicas.py bench/results/W2/sglang_cache_aware-rep*.json"""
+  prints per file requests/hit/p50 of each replica, in name order;
+       replicas.py --by-load RESULT.json...
+  buckets every replica of every file by its requests (buckets of 50) and
+  prints per bucket the number of replicas and their hit rates (min, max,
+  mean).
+e.g. replicas.py bench/results/W2/sglang_cache_aware-rep*.json
+     replicas.py --by-load $(ls bench/results/W2/*.json | grep -v -- -4b)"""
 import collections
 import json
 import sys
 
-for path in sys.argv[1:]:
+
+def replicas(path):
+    """Returns {replica: [requests, prompt tokens, cached tokens, TTFTs ms]}."""
     by = collections.defaultdict(lambda: [0, 0, 0, []])
     for r in json.load(open(path))["records"]:
         if r.get("warmup") or r["status"] != 200:
@@ -17,9 +25,24 @@ for path in sys.argv[1:]:
         a[1] += r["prompt_tokens"]
         a[2] += r.get("cached_tokens", 0)
         a[3].append(r["ttft_ns"] / 1e6)
-    cells = []
-    for name in sorted(by):
-        n, prompt, cached, ttfts = by[name]
-        ttfts.sort()
-        cells.append("%d/%.2f/%.0f" % (n, cached / prompt if prompt else 0, ttfts[len(ttfts) // 2]))
-    print(path, " ".join(cells))
+    return by
+
+
+args = sys.argv[1:]
+if args and args[0] == "--by-load":
+    buckets = collections.defaultdict(list)
+    for path in args[1:]:
+        for n, prompt, cached, _ in replicas(path).values():
+            if prompt:
+                buckets[n // 50 * 50].append(cached / prompt)
+    for b in sorted(buckets):
+        hs = buckets[b]
+        print("%d-%d requests: %d replicas, hit rate %.2f-%.2f, mean %.3f" % (
+            b, b + 49, len(hs), min(hs), max(hs), sum(hs) / len(hs)))
+else:
+    for path in args:
+        cells = []
+        for name, (n, prompt, cached, ttfts) in sorted(replicas(path).items()):
+            ttfts.sort()
+            cells.append("%d/%.2f/%.0f" % (n, cached / prompt if prompt else 0, ttfts[len(ttfts) // 2]))
+        print(path, " ".join(cells))
