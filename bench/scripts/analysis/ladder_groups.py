@@ -2,8 +2,9 @@
 been sent before in the run (warm-up included), and those that had by where
 they went: to a replica an earlier request of the group went to ("home") or
 not ("away"); prints per file the counts, the share of each kind's prompt
-tokens cached, and the requests that went away from a home. Needs the groups
-printed by `go run ./bench/scripts/analysis/groups` on the same files.
+tokens cached and the run's hit rate (ladder_aways.py lists the away
+requests with their decisions). Needs the groups printed by
+`go run ./bench/scripts/analysis/groups` on the same files.
 Usage: go run ./bench/scripts/analysis/groups F... | python3 ladder_groups.py F...
 e.g. for the ladder's 4-balancer cell, F = bench/results/ladder/cost_model-4b-rep*.json"""
 import collections
@@ -20,7 +21,6 @@ for path in sys.argv[1:]:
     recs.sort(key=lambda r: r["scheduled_ns"])
     homes = collections.defaultdict(set)  # group -> replicas it went to
     kinds = collections.defaultdict(lambda: [0, 0, 0])  # count, prompt, cached
-    away_cold = 0
     for r in recs:
         if r["status"] != 200:
             continue
