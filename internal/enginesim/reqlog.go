@@ -68,7 +68,7 @@ func (l *requestLog) list() []FinishedRequest {
 func (e *Engine) record(s *seq, reason string, t time.Time) {
 	r := FinishedRequest{
 		ID:           s.req.ID,
-		Arrival:      wallclock.Of(s.arrival), // comparable with another process's wall clock
+		Arrival:      s.arrival, // monotonic here; FinishedRequests puts it on the wall clock
 		PromptTokens: s.promptLen,
 		CachedTokens: max(s.cachedTokens, 0),
 		OutputTokens: s.numOutput,
@@ -84,11 +84,21 @@ func (e *Engine) record(s *seq, reason string, t time.Time) {
 }
 
 // FinishedRequests returns the last finished requests, oldest first (at
-// most requestLogSize).
+// most requestLogSize), their arrivals on the wall clock: comparable with
+// another process's (wallclock.Of, read once for all of them, outside the
+// engine's lock).
 func (e *Engine) FinishedRequests() []FinishedRequest {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.finishedLog.list()
+	out := e.finishedLog.list()
+	e.mu.Unlock()
+	ref := time.Now()
+	wall := wallclock.Of(ref)
+	for i := range out {
+		if a := out[i].Arrival; a.Round(0) != a { // a monotonic reading to place
+			out[i].Arrival = wall.Add(a.Sub(ref))
+		}
+	}
+	return out
 }
 
 // handleRequests serves GET /inferrail/debug/requests: every rank's last
