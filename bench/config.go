@@ -15,6 +15,10 @@ type SLO struct {
 	TPOT time.Duration `json:"tpot"`
 }
 
+// Met reports whether r was answered within the SLO: its first token within
+// TTFT and its tokens at most TPOT apart on average.
+func (s SLO) Met(r *Record) bool { return r.OK() && r.TTFT <= s.TTFT && r.TPOT <= s.TPOT }
+
 // Config configures a Runner.
 type Config struct {
 	// Targets are the base URLs requests go to (…/v1/chat/completions is

@@ -136,7 +136,7 @@ func Summarize(records []Record, slo SLO) Summary {
 		if r.CachedReported {
 			cache += r.CachedTokens
 		}
-		if r.TTFT <= slo.TTFT && r.TPOT <= slo.TPOT {
+		if slo.Met(r) {
 			good++
 		}
 		if r.PredictedReported && r.CachedReported {

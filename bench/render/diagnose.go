@@ -74,6 +74,9 @@ func diagnose(own, rival *Group, replicas int) string {
 		if text, ok := unevenMedian(own, rival); ok {
 			out = append(out, text)
 		}
+		if text, ok := unevenGoodput(own, rival); ok {
+			out = append(out, text)
+		}
 		if text, ok := engineSide(own, rival); ok {
 			out = append(out, text)
 		}

@@ -240,51 +240,6 @@ func TestDiagnose(t *testing.T) {
 	}
 }
 
-// A rival whose median comes from an uneven fleet (fast replicas holding
-// its cache, one queueing) is named so, with both policies' replica
-// medians and the fastest replica's hit rate against the others'; not when the rival's replicas are even, nor when the rival's
-// tail is the lower or its median the higher.
-func TestDiagnoseUnevenMedian(t *testing.T) {
-	group := func(label string, p50, p99 float64, ttfts map[string][]time.Duration) *Group {
-		r := &bench.Result{}
-		for replica, ts := range ttfts {
-			for i, ttft := range ts {
-				cached := 40 // replica a keeps more of its contexts
-				if replica == "a" {
-					cached = 60
-				}
-				r.Records = append(r.Records, bench.Record{Replica: replica, Scheduled: time.Duration(i) * time.Second, TTFT: ttft, E2E: ttft + time.Second, Status: 200,
-					PromptTokens: 100, CachedTokens: cached})
-			}
-		}
-		r.Summary.TTFT = bench.Dist{N: len(r.Records), P50: p50, P99: p99}
-		return &Group{Label: label, Run: bench.RunInfo{Policy: label}, Reps: []*bench.Result{r}}
-	}
-	ms := func(vs ...int) []time.Duration {
-		out := make([]time.Duration, len(vs))
-		for i, v := range vs {
-			out[i] = time.Duration(v) * time.Millisecond
-		}
-		return out
-	}
-	even := map[string][]time.Duration{"a": ms(90, 100, 110), "b": ms(95, 105, 120)}
-	uneven := map[string][]time.Duration{"a": ms(40, 49, 60), "b": ms(400, 563, 900)}
-	const want = "sglang_cache_aware's replicas' TTFT medians 49–563 ms (cost_model 100–105 ms): an uneven fleet" +
-		" whose fast replicas hold its median while one queues (its fastest replica's hit rate 0.60, the others' 0.40: contexts kept there)"
-	if got := diagnose(group("cost_model", 98, 900, even), group("sglang_cache_aware", 75, 1900, uneven), 2); !strings.Contains(got, want) {
-		t.Errorf("diagnose() lacks %q: %s", want, got)
-	}
-	if got := diagnose(group("cost_model", 98, 900, even), group("sglang_cache_aware", 75, 1900, even), 2); strings.Contains(got, "uneven") {
-		t.Errorf("an even rival called uneven: %s", got)
-	}
-	if got := diagnose(group("cost_model", 98, 2000, even), group("sglang_cache_aware", 75, 1900, uneven), 2); strings.Contains(got, "uneven") {
-		t.Errorf("an uneven rival with the higher tail explains a loss it does not: %s", got)
-	}
-	if got := diagnose(group("cost_model", 70, 900, even), group("sglang_cache_aware", 75, 1900, uneven), 2); strings.Contains(got, "uneven") {
-		t.Errorf("an uneven rival with the higher median explains a loss it does not: %s", got)
-	}
-}
-
 // A goodput gap is given in requests a run, and said to be unresolved when
 // it is within twice the chance spread of two binomial means: the trace at
 // 1.5x, 116 requests a run, 98.5 good against 101, is; 1,000 requests a

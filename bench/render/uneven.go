@@ -22,8 +22,8 @@ func unevenMedian(own, rival *Group) (string, bool) {
 	if own.p50() <= rival.p50() || own.p99() > rival.p99() {
 		return "", false
 	}
-	lo, hi := replicaMedians(rival)
-	olo, ohi := replicaMedians(own)
+	lo, hi := replicaRange(rival, replicaMedian)
+	olo, ohi := replicaRange(own, replicaMedian)
 	if lo <= 0 || olo <= 0 || hi < unevenRatio*lo || hi/lo < 2*ohi/olo {
 		return "", false
 	}
@@ -39,26 +39,99 @@ func unevenMedian(own, rival *Group) (string, bool) {
 // TTFTs must lie for unevenMedian.
 const unevenRatio = 3
 
-// replicaMedians returns the mean over repetitions of the fastest and of
-// the slowest replica's median TTFT of its measured requests, in ms (0, 0
-// without per-request replicas).
-func replicaMedians(g *Group) (lo, hi float64) {
-	for _, r := range g.Reps {
-		by := map[string][]time.Duration{}
-		for i := range r.Records {
-			rec := &r.Records[i]
-			if rec.Warmup || !rec.OK() || rec.Replica == "" {
-				continue
-			}
-			by[rec.Replica] = append(by[rec.Replica], rec.TTFT)
+// unevenGoodput says whether rival's higher share of requests within the
+// SLO comes from an uneven fleet: the share of each replica's requests
+// that met the SLO (the mean over repetitions of the highest and of the
+// lowest replica's) spreads at least unevenGoodSpread wider than own's,
+// and by at least that much. Past capacity a replica's queue grows through
+// the run: one overloaded ρ times (arrivals over what it serves) passes a
+// TTFT SLO of S after about S/(ρ−1) seconds, so over a run of T seconds a
+// share of about S/((ρ−1)·T) of its requests meets it. That share falls
+// ever more slowly as ρ grows, so a fleet that overloads one replica more
+// and the others less keeps more requests within the SLO than one whose
+// replicas are overloaded alike, at the cost of the tail: the uneven
+// replica's requests wait longest (W2 at 1.5x: sglang_cache_aware's
+// replicas 61–74% good, cost_model's 61–68%, docs/bench.md).
+func unevenGoodput(own, rival *Group) (string, bool) {
+	if own.good() >= rival.good() {
+		return "", false
+	}
+	lo, hi := replicaRange(rival, replicaGood)
+	olo, ohi := replicaRange(own, replicaGood)
+	if hi <= 0 || ohi <= 0 || (hi-lo)-(ohi-olo) < unevenGoodSpread {
+		return "", false
+	}
+	return fmt.Sprintf("%s's replicas met the SLO for %.0f–%.0f%% of their requests (%s %.0f–%.0f%%): past capacity a fleet whose replicas are overloaded unevenly keeps more requests within the SLO, as a queue's late share grows ever more slowly with its overload, and pays in the tail where one queues longest",
+		rival.Label, 100*lo, 100*hi, own.Label, 100*olo, 100*ohi), true
+}
+
+// unevenGoodSpread is how much wider than own's the spread of rival's
+// replicas' shares of requests within the SLO must be for unevenGoodput.
+const unevenGoodSpread = 0.05
+
+// replicaTally is one replica's measured requests in one repetition.
+type replicaTally struct {
+	ttfts          []time.Duration // of the answered requests
+	requests, good int             // measured, and of them within the SLO
+	prompt, cached int             // the answered requests' tokens
+}
+
+// byReplica tallies r's measured requests by replica (empty without
+// per-request replicas).
+func byReplica(r *bench.Result) map[string]*replicaTally {
+	by := map[string]*replicaTally{}
+	for i := range r.Records {
+		rec := &r.Records[i]
+		if rec.Warmup || rec.Replica == "" {
+			continue
 		}
+		t := by[rec.Replica]
+		if t == nil {
+			t = &replicaTally{}
+			by[rec.Replica] = t
+		}
+		t.requests++
+		if !rec.OK() {
+			continue
+		}
+		if r.Config.SLO.Met(rec) {
+			t.good++
+		}
+		t.ttfts = append(t.ttfts, rec.TTFT)
+		t.prompt += rec.PromptTokens
+		t.cached += rec.CachedTokens
+	}
+	return by
+}
+
+// replicaMedian is a replica's median TTFT in ms (NaN: none answered).
+func replicaMedian(t *replicaTally) float64 {
+	if len(t.ttfts) == 0 {
+		return math.NaN()
+	}
+	return bench.NewDist(t.ttfts).P50
+}
+
+// replicaGood is a replica's share of requests within the SLO.
+func replicaGood(t *replicaTally) float64 { return float64(t.good) / float64(t.requests) }
+
+// replicaRange returns the mean over repetitions of the lowest and of the
+// highest f of any replica (0, 0 without per-request replicas); a replica
+// whose f is NaN is left out.
+func replicaRange(g *Group, f func(*replicaTally) float64) (lo, hi float64) {
+	for _, r := range g.Reps {
+		by := byReplica(r)
 		if len(by) == 0 {
 			return 0, 0
 		}
-		rlo, rhi := math.Inf(1), 0.0
-		for _, ts := range by {
-			m := bench.NewDist(ts).P50
-			rlo, rhi = math.Min(rlo, m), math.Max(rhi, m)
+		rlo, rhi := math.Inf(1), math.Inf(-1)
+		for _, t := range by {
+			if v := f(t); !math.IsNaN(v) {
+				rlo, rhi = math.Min(rlo, v), math.Max(rhi, v)
+			}
+		}
+		if math.IsInf(rlo, 1) {
+			return 0, 0
 		}
 		lo += rlo
 		hi += rhi
@@ -73,29 +146,11 @@ func replicaMedians(g *Group) (lo, hi float64) {
 // replicas and usage.
 func fastestReplicaHits(g *Group) (fast, rest float64, ok bool) {
 	for _, r := range g.Reps {
-		type tally struct {
-			ttfts          []time.Duration
-			prompt, cached int
-		}
-		by := map[string]*tally{}
-		for i := range r.Records {
-			rec := &r.Records[i]
-			if rec.Warmup || !rec.OK() || rec.Replica == "" {
-				continue
-			}
-			t := by[rec.Replica]
-			if t == nil {
-				t = &tally{}
-				by[rec.Replica] = t
-			}
-			t.ttfts = append(t.ttfts, rec.TTFT)
-			t.prompt += rec.PromptTokens
-			t.cached += rec.CachedTokens
-		}
-		var best *tally
+		by := byReplica(r)
+		var best *replicaTally
 		bestMedian := math.Inf(1)
 		for _, t := range by {
-			if m := bench.NewDist(t.ttfts).P50; m < bestMedian {
+			if m := replicaMedian(t); m < bestMedian {
 				best, bestMedian = t, m
 			}
 		}
