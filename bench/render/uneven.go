@@ -42,16 +42,18 @@ const unevenRatio = 3
 // unevenGoodput says whether rival's higher share of requests within the
 // SLO comes from an uneven fleet: the share of each replica's requests
 // that met the SLO (the mean over repetitions of the highest and of the
-// lowest replica's) spreads at least unevenGoodSpread wider than own's,
-// and by at least that much. Past capacity a replica's queue grows through
-// the run: one overloaded ρ times (arrivals over what it serves) passes a
-// TTFT SLO of S after about S/(ρ−1) seconds, so over a run of T seconds a
-// share of about S/((ρ−1)·T) of its requests meets it. That share falls
-// ever more slowly as ρ grows, so a fleet that overloads one replica more
+// lowest replica's) spreads at least unevenGoodSpread wider than own's.
+// Past capacity a replica's queue grows through the run: one overloaded ρ
+// times (arrivals over what it serves) passes a TTFT SLO of S after about
+// S/(ρ−1) seconds, so over a run of T seconds a share of about
+// S/((ρ−1)·T) of its requests meets it. That share falls ever more slowly
+// as ρ grows (the requests within the SLO, ρ/(ρ−1) times what the replica
+// serves in S, are convex in ρ), so a fleet that overloads one replica more
 // and the others less keeps more requests within the SLO than one whose
-// replicas are overloaded alike, at the cost of the tail: the uneven
-// replica's requests wait longest (W2 at 1.5x: sglang_cache_aware's
-// replicas 61–74% good, cost_model's 61–68%, docs/bench.md).
+// replicas are overloaded alike, at the cost of the tail: the most
+// overloaded replica's requests wait longest (W2 at 1.5x:
+// sglang_cache_aware's replicas 62–77% within the SLO, cost_model's 66–69%,
+// bench/results/PROVENANCE.md).
 func unevenGoodput(own, rival *Group) (string, bool) {
 	if own.good() >= rival.good() {
 		return "", false
