@@ -64,7 +64,7 @@ func countPlacement(records []bench.Record, groups []int) (placementCount, bool)
 	order := make([]*bench.Record, 0, len(records))
 	for i := range records {
 		rec := &records[i]
-		if rec.Status != 200 {
+		if !rec.OK() {
 			continue
 		}
 		if rec.Replica == "" || rec.Session < 0 || rec.Session >= len(groups) {
