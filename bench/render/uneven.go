@@ -40,9 +40,12 @@ func unevenMedian(own, rival *Group) (string, bool) {
 const unevenRatio = 3
 
 // unevenGoodput says whether rival's higher share of requests within the
-// SLO comes from an uneven fleet: the share of each replica's requests
-// that met the SLO (the mean over repetitions of the highest and of the
-// lowest replica's) spreads at least unevenGoodSpread wider than own's.
+// SLO, in a cell past round robin's capacity (RunInfo.Load above 1), comes
+// from an uneven fleet: the share of each replica's requests that met the
+// SLO (the mean over repetitions of the highest and of the lowest
+// replica's) spreads at least unevenGoodSpread wider than own's. At or
+// below capacity the reasoning below does not hold (no replica need be
+// overloaded), so it says nothing there.
 // Past capacity a replica's queue grows through the run: one overloaded ρ
 // times (arrivals over what it serves) passes a TTFT SLO of S after about
 // S/(ρ−1) seconds, so over a run of T seconds a share of about
@@ -55,7 +58,7 @@ const unevenRatio = 3
 // sglang_cache_aware's replicas 62–77% within the SLO, cost_model's 66–69%,
 // bench/results/PROVENANCE.md).
 func unevenGoodput(own, rival *Group) (string, bool) {
-	if own.good() >= rival.good() {
+	if own.good() >= rival.good() || own.Run.Load <= 1 || rival.Run.Load <= 1 {
 		return "", false
 	}
 	lo, hi := replicaRange(rival, replicaGood)

@@ -61,7 +61,8 @@ func TestDiagnoseUnevenMedian(t *testing.T) {
 func TestDiagnoseUnevenGoodput(t *testing.T) {
 	slo := bench.SLO{TTFT: 2 * time.Second, TPOT: 100 * time.Millisecond}
 	// group gives each replica ten answered requests, good of them within
-	// the SLO and the rest at 3 s.
+	// the SLO and the rest at 3 s, in a cell at 1.5x (load).
+	load := 1.5
 	group := func(label string, good map[string]int) *Group {
 		r := &bench.Result{}
 		r.Config.SLO = slo
@@ -80,7 +81,7 @@ func TestDiagnoseUnevenGoodput(t *testing.T) {
 		}
 		r.Summary.Requests, r.Summary.GoodFraction = len(r.Records), float64(n)/float64(len(r.Records))
 		r.Summary.TTFT = bench.Dist{N: len(r.Records), P50: 500, P99: 3000}
-		return &Group{Label: label, Run: bench.RunInfo{Policy: label}, Reps: []*bench.Result{r}}
+		return &Group{Label: label, Run: bench.RunInfo{Policy: label, Load: load}, Reps: []*bench.Result{r}}
 	}
 	even := map[string]int{"a": 7, "b": 7}
 	const want = "sglang_cache_aware's replicas met the SLO for 60–90% of their requests (cost_model 70–70%)"
@@ -94,6 +95,13 @@ func TestDiagnoseUnevenGoodput(t *testing.T) {
 	} {
 		if got := diagnose(group("cost_model", c.own), group("sglang_cache_aware", c.rival), 2); strings.Contains(got, "met the SLO") {
 			t.Errorf("%s called uneven: %s", name, got)
+		}
+	}
+	// At round robin's capacity or below no replica need be overloaded, so
+	// the same spread is no reason.
+	for _, load = range []float64{1, 0.5, 0} {
+		if got := diagnose(group("cost_model", even), group("sglang_cache_aware", map[string]int{"a": 9, "b": 6}), 2); strings.Contains(got, "met the SLO") {
+			t.Errorf("at load %v called uneven past capacity: %s", load, got)
 		}
 	}
 }
