@@ -1,0 +1,319 @@
+package route
+
+import (
+	"math"
+	"testing"
+)
+
+// A replica whose load report lapsed is not where the KV bound sends what it
+// turns away from full replicas: with every other replica's KV full, cost
+// model spreads by work instead of sending every request to the one it knows
+// nothing about (W6 at 1.5x: 150 requests in a row to one replica).
+func TestCostModelLapsedReportDoesNotDrawTheOverflow(t *testing.T) {
+	cs := cands(4)
+	withCapacity(cs, 1<<20) // this balancer's own requests never fill one
+	for i := range cs {
+		cs[i].Load.KVUsage = 1
+	}
+	cs[3].Load.Stale = true
+	p := newPolicy(t, PolicyCostModel, nil)
+	n := make([]int, len(cs))
+	for i := range 100 {
+		got, _ := mustPick(t, p, req(prompt(uint32(5000+i), uint32(5000+i), 0, 64)), cs)
+		lease(cs[got].Own, 64*16)
+		n[got]++
+	}
+	if n[3] > 40 {
+		t.Errorf("the replica whose report lapsed got %d of 100 requests (per replica %v), want a share near a quarter", n[3], n)
+	}
+}
+
+// A replica short of KV memory is charged the estimated wait for it, which
+// depends on what holds the memory. Three replicas are full and one has
+// room behind queued 1,024-token prefills. When many short requests hold the
+// memory (W6: 62 in flight with 64-token answers), one ends every step or
+// two and frees its blocks, so waiting for memory beats a queue of 21: the
+// request goes to a full replica. When a few long requests hold it (4 in
+// flight of 16,000 tokens with 256 still to write each), the first ends
+// after about 64 steps: the request goes to the replica with room and 4
+// queued (kv_spill). Before the estimate the bound skipped every short
+// replica in both cases.
+func TestCostModelWaitsForMemory(t *testing.T) {
+	setup := func(inFlight int, perReserve int64, queued int) []Candidate {
+		cs := cands(4)
+		withCapacity(cs, 4096) // 65,536 tokens of 16
+		for i := range 3 {
+			cs[i].Own.InFlight.Add(int64(inFlight))
+			cs[i].Own.OutputReserve.Add(int64(inFlight) * perReserve)
+			cs[i].Load.KVUsage = 0.999
+		}
+		cs[3].Load.KVUsage = 0.5
+		for range queued {
+			lease(cs[3].Own, 1024)
+		}
+		cs[3].Own.InFlight.Add(int64(40 - queued))
+		cs[3].Own.OutputReserve.Add(40 * perReserve)
+		return cs
+	}
+	p := newPolicy(t, PolicyCostModel, nil)
+	r := req(prompt(7000, 7000, 0, 64))
+	r.OutputTokens = 64
+	got, d := mustPick(t, p, r, setup(62, 64, 21))
+	if got == 3 {
+		t.Errorf("many short requests holding the memory: picked the replica with 21 queued prefills (%q, TTFTs %v), want a full one", d.Reason, d.TTFTs)
+	}
+	if d.MemoryWaits[got] <= 0 || d.MemoryWaits[got] >= d.TTFTs[got] || d.MemoryWaits[3] != 0 {
+		t.Errorf("memory waits %v (TTFTs %v): want one for the full replica picked, within its TTFT, and none for the one with room", d.MemoryWaits, d.TTFTs)
+	}
+	r = req(prompt(7001, 7001, 0, 64))
+	got, d = mustPick(t, p, r, setup(4, 256, 4))
+	if got != 3 || d.Reason != ReasonKVSpill {
+		t.Errorf("a few long requests holding the memory: picked %d (%q, TTFTs %v), want 3 (kv_spill)", got, d.Reason, d.TTFTs)
+	}
+}
+
+// Under overload every replica is short of memory and has queued prefills
+// that need more of it than all its requests in flight free. The one with
+// the longest queue is charged the longest wait for memory, not none: with
+// none (its wait was +Inf beyond what all in flight free, and a replica
+// without an estimate was charged nothing) it drew every request, W6 at
+// 135/s sent runs of up to 91 to one replica. The scores alone (no
+// rotation) never pick it; with the default rotation, whose margin takes
+// in its score, it gets no more than its turn.
+func TestCostModelOverloadChargesTheLongestQueueForMemory(t *testing.T) {
+	cs := cands(4)
+	withCapacity(cs, 4096) // 65,536 tokens of 16
+	for i := range cs {
+		cs[i].Load.KVUsage = 0.95
+		cs[i].Own.InFlight.Add(40) // decoding, 64 tokens still to write each
+		cs[i].Own.OutputReserve.Add(40 * 64)
+		queued := 50
+		if i == 3 {
+			queued = 70
+		}
+		for range queued {
+			lease(cs[i].Own, 1024)
+			cs[i].Own.OutputReserve.Add(64)
+		}
+	}
+	r := req(prompt(7100, 7100, 0, 64))
+	r.OutputTokens = 64
+	rotating := newPolicy(t, PolicyCostModel, nil)
+	turns := 0
+	for i := range 8 {
+		ri := req(prompt(uint32(7200+i), uint32(7200+i), 0, 64))
+		ri.OutputTokens = 64
+		if got, _ := mustPick(t, rotating, ri, cs); got == 3 {
+			turns++
+		}
+	}
+	if turns > 2 {
+		t.Errorf("the replica with the longest queue got %d of 8 picks, more than its turn", turns)
+	}
+	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.SpreadMargin = 0 })
+	got, d := mustPick(t, p, r, cs)
+	if got == 3 {
+		t.Errorf("picked the replica with the longest queue (%q, TTFTs %v, memory waits %v)", d.Reason, d.TTFTs, d.MemoryWaits)
+	}
+	if d.MemoryWaits[3] <= d.MemoryWaits[0] {
+		t.Errorf("memory waits %v: want the longest queue's the longest", d.MemoryWaits)
+	}
+	// Every replica short, one of them without an estimate (nothing of
+	// its own in flight): it is charged the longest estimated wait.
+	cs = cands(2)
+	withCapacity(cs, 4096)
+	cs[0].Load.KVUsage, cs[1].Load.KVUsage = 0.999, 0.999
+	cs[0].Own.InFlight.Add(62)
+	cs[0].Own.OutputReserve.Add(62 * 64)
+	_, d = mustPick(t, p, r, cs)
+	if d.MemoryWaits[0] <= 0 || d.MemoryWaits[1] != MemoryShort || d.TTFTs[1] < d.MemoryWaits[0] {
+		t.Errorf("memory waits %v, TTFTs %v: want the unestimated replica charged at least the estimated wait", d.MemoryWaits, d.TTFTs)
+	}
+}
+
+// Near-full replicas short of memory by a block (by the bound: every
+// request writing its whole reserve while none ends) and others with a block
+// to spare are near-equal for a cold prompt: the rotation takes them in turn.
+// Charged its own prefill again for a preemption, the short one scored a
+// whole prefill worse and every pick went to the others (W6 at 1x: runs of up
+// to 54 requests to the replica whose report showed room, docs/routing.md).
+func TestCostModelRotatesOverABlockShort(t *testing.T) {
+	const capacity, inFlight, out = 4096 * 16, 60, 64
+	cs := cands(4)
+	withCapacity(cs, 4096)
+	added := 1024 + (inFlight+1)*out // the prompt and every reserve
+	for i := range cs {
+		cs[i].Own.InFlight.Add(inFlight)
+		cs[i].Own.OutputReserve.Add(inFlight * out)
+		used := capacity - added - 16 // fits by a block
+		if i%2 == 1 {
+			used += 32 // short by a block
+		}
+		cs[i].Load.KVUsage = float64(used) / capacity
+	}
+	p := newPolicy(t, PolicyCostModel, nil)
+	n := make([]int, len(cs))
+	for i := range 8 {
+		r := req(prompt(uint32(7300+i), uint32(7300+i), 0, 64))
+		r.OutputTokens = out
+		got, d := mustPick(t, p, r, cs)
+		if i == 0 && (d.MemoryWaits[1] <= 0 || d.MemoryWaits[0] != 0) {
+			t.Fatalf("memory waits %v: want the odd replicas short, the even ones not", d.MemoryWaits)
+		}
+		n[got]++
+	}
+	for i, k := range n {
+		if k != 2 {
+			t.Errorf("picks per replica %v: want 2 each (replica %d got %d)", n, i, k)
+			break
+		}
+	}
+}
+
+// kvWait: k = ⌈deficit / (used/n + R̄)⌉ requests must end, at n/R̄ a step:
+// k·R̄/n steps, beyond n too (those admitted as the first ones end free
+// theirs in turn); no estimate without a fresh report or with nothing in
+// flight.
+func TestKVWait(t *testing.T) {
+	p := newPolicy(t, PolicyCostModel, nil).(*costModel)
+	w := Work{InFlight: 10, OutputReserve: 10 * 100}
+	step := p.est.step(10, 10) // ten decodes
+	for _, tc := range []struct {
+		name  string
+		room  kvRoom
+		w     Work
+		steps float64 // -1: +Inf
+	}{
+		{"fits", kvRoom{state: kvFits, used: 1000}, w, 0},
+		{"one must end", kvRoom{state: kvShort, deficit: 100, used: 10000}, w, 100.0 / 10},
+		{"two must end", kvRoom{state: kvShort, deficit: 1101, used: 10000}, w, 2 * 100.0 / 10},
+		{"all must end", kvRoom{state: kvShort, deficit: 11000, used: 10000}, w, 100},
+		{"more than all", kvRoom{state: kvShort, deficit: 11001, used: 10000}, w, 11 * 100.0 / 10},
+		{"no report", kvRoom{state: kvShort, deficit: 100}, w, -1},
+		{"nothing in flight", kvRoom{state: kvShort, deficit: 100, used: 10000}, Work{}, -1},
+	} {
+		got := p.kvWait(tc.room, tc.w)
+		want := tc.steps * step
+		if tc.steps < 0 {
+			want = math.Inf(1)
+		}
+		if math.Abs(got-want) > 1e-6*max(want, 1) && !(math.IsInf(got, 1) && math.IsInf(want, 1)) {
+			t.Errorf("%s: kvWait = %v ns, want %v (%v steps of %v)", tc.name, got, want, tc.steps, step)
+		}
+	}
+}
+
+// kvFit counts the KV blocks in use, the prefill still queued, the
+// request's own uncached tokens and the reserve for the output still to be
+// written (Work.OutputReserve for the requests in flight there, and
+// min(max_tokens, E) for the request, E = expected_output_tokens) against
+// the capacity, in the replica's block size, and says by how much it is
+// short.
+func TestKVShort(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Cost.ExpectedOutputTokens = 200
+	b := &base{cfg: cfg}
+	c := cands(1)[0]
+	c.CapacityBlocks, c.BlockSize, c.Load.KVUsage = 1000, 32, 0.5 // 16,000 of 32,000 tokens in use
+	for _, tc := range []struct {
+		name string
+		w    Work
+		need int
+		out  int
+		want bool
+	}{
+		{"room for prompt and output", Work{}, 15800, 0, false},
+		{"the output does not fit", Work{}, 15801, 0, true},
+		{"max_tokens lowers the request's reserve", Work{}, 15900, 100, false},
+		{"max_tokens above E does not raise it", Work{}, 15801, 5000, true},
+		{"queued prefill counts", Work{InFlight: 1, Pending: 1, PrefillTokens: 8000, OutputReserve: 200}, 7600, 0, false},
+		{"queued prefill and its output count", Work{InFlight: 1, Pending: 1, PrefillTokens: 8000, OutputReserve: 200}, 7601, 0, true},
+		{"the decodes' reserve counts", Work{InFlight: 10, OutputReserve: 2000}, 13800, 0, false},
+		{"the decodes' reserve counts, full", Work{InFlight: 10, OutputReserve: 2000}, 13801, 0, true},
+		{"short max_tokens in flight keep less", Work{InFlight: 10, OutputReserve: 500}, 15300, 0, false},
+	} {
+		room := b.kvFit(&c, tc.w, t0, tc.need, tc.out, 16)
+		if got := room.state == kvShort; got != tc.want {
+			t.Errorf("%s: kvFit(%+v, need %d, out %d) short = %v, want %v", tc.name, tc.w, tc.need, tc.out, got, tc.want)
+		}
+		if tc.want && room.deficit != 1 {
+			t.Errorf("%s: deficit %v tokens, want 1", tc.name, room.deficit)
+		}
+		if room.used != 16000 {
+			t.Errorf("%s: used %v tokens, want 16000", tc.name, room.used)
+		}
+	}
+	if got := b.kvFit(&c, Work{}, t0, 100, 0, 16).state; got != kvFits {
+		t.Errorf("kvFit with a fresh report and room = %v, want kvFits", got)
+	}
+	b.cfg.Cost.ExpectedOutputTokens = 0 // no reserve: prompts only
+	if b.kvFit(&c, Work{InFlight: 10}, t0, 16000, 0, 16).state == kvShort {
+		t.Error("kvFit without a reserve counted output")
+	}
+	b.cfg.Cost.ExpectedOutputTokens = 200
+	// Without a fresh report the usage is unknown: this balancer's own work
+	// is a floor (short when it alone overflows), else unknown, never room.
+	c.Load.Stale = true
+	if got := b.kvFit(&c, Work{}, t0, 20000, 0, 16).state; got != kvUnknown {
+		t.Errorf("kvFit with a stale report and room for own work = %v, want kvUnknown", got)
+	}
+	if got := b.kvFit(&c, Work{InFlight: 20, Pending: 20, PrefillTokens: 20000, OutputReserve: 4000}, t0, 8000, 0, 16).state; got != kvShort {
+		t.Errorf("kvFit with a stale report and own work over the capacity = %v, want kvShort", got)
+	}
+	c.Load.Stale = false
+	c.CapacityBlocks = 0
+	if got := b.kvFit(&c, Work{}, t0, 1<<30, 0, 16).state; got != kvUnknown {
+		t.Errorf("kvFit with an unknown capacity = %v, want kvUnknown", got)
+	}
+}
+
+// A new conversation holds nothing of its own anywhere, and its later turns
+// come back to where it starts: from the replica holding its shared prefix
+// but with its KV memory far fuller than another's, it starts on the other
+// (at most HotPrefixQueueWait slower by the estimate). Fuller by the memory
+// in use or by the memory holding contexts (Load.HeldBlocks): running
+// requests alike, a replica whose memory is full of cached contexts is no
+// home beside one that holds nothing (W3 at 4/s: one replica got no
+// conversation for a whole run, docs/bench.md). A later turn, a replica not
+// far roomier, or blocks held unknown keep it with the prefix.
+func TestCostModelStartsAConversationWhereMemoryIsFree(t *testing.T) {
+	hs := prompt(21, 21, 128, 152) // 2,432 tokens, a 2,048-token system prompt held by replica 0
+	const capacity = 4096
+	setup := func(usage0, others float64, held0, heldOthers int64) []Candidate {
+		cs := cands(4)
+		withCapacity(cs, capacity)
+		cs[0].Prefix = fakeIndex{}.add(hs[:128])
+		for i := range cs {
+			cs[i].Load.KVUsage, cs[i].Load.HeldBlocks = others, heldOthers
+		}
+		cs[0].Load.KVUsage, cs[0].Load.HeldBlocks = usage0, held0
+		return cs
+	}
+	for _, tc := range []struct {
+		name              string
+		opens             bool
+		usage0, others    float64
+		held0, heldOthers int64
+		moves             bool
+	}{
+		{"a new conversation, far roomier replicas", true, 0.6, 0.05, 0, 0, true},
+		{"a later turn stays with its context", false, 0.6, 0.05, 0, 0, false},
+		{"not twice the free share", true, 0.6, 0.3, 0, 0, false},
+		{"twice, but not a quarter more", true, 0.9, 0.75, 0, 0, false},
+		{"all near empty", true, 0.2, 0, 0, 0, false},
+		{"as busy, but the others hold nothing", true, 0.3, 0.3, capacity, 0, true},
+		{"as busy, the others hold half as much", true, 0.3, 0.3, capacity, capacity / 2, true},
+		{"as busy, all full of contexts", true, 0.3, 0.3, capacity, capacity, false},
+		{"as busy, the others hold nothing, a later turn", false, 0.3, 0.3, capacity, 0, false},
+		{"as busy, blocks held unknown there", true, 0.3, 0.3, -1, 0, false},
+		{"as busy, blocks held unknown elsewhere", true, 0.3, 0.3, capacity, -1, false},
+	} {
+		r := req(hs)
+		r.OpensConversation = tc.opens
+		p := newPolicy(t, PolicyCostModel, nil) // a fresh overlay: the placement is this case's
+		got, d := mustPick(t, p, r, setup(tc.usage0, tc.others, tc.held0, tc.heldOthers))
+		if moved := got != 0; moved != tc.moves || moved != (d.Reason == ReasonHotPrefix) {
+			t.Errorf("%s: picked %d (%q), want a move %v", tc.name, got, d.Reason, tc.moves)
+		}
+	}
+}
