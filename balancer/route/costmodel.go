@@ -149,7 +149,7 @@ func (p *costModel) spread(c *costPick, best int, bestT float64) int {
 // nothing looks no roomier than those whose memory is full of cached
 // contexts but whose running requests take as much: W3 at 4 sessions/s
 // left one replica without a conversation for a whole run while the other
-// three evicted live contexts (docs/bench.md), and so would a replica that
+// three evicted live contexts (docs/bench-findings.md), and so would a replica that
 // just joined the fleet.
 func (s *Scratch) roomier(k, than int) bool {
 	return roomier(s.occ[k], s.occ[than]) || roomier(s.fill[k], s.fill[than])

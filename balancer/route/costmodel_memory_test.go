@@ -274,7 +274,7 @@ func TestKVShort(t *testing.T) {
 // in use or by the memory holding contexts (Load.HeldBlocks): running
 // requests alike, a replica whose memory is full of cached contexts is no
 // home beside one that holds nothing (W3 at 4/s: one replica got no
-// conversation for a whole run, docs/bench.md). A later turn, a replica not
+// conversation for a whole run, docs/bench-findings.md). A later turn, a replica not
 // far roomier, or blocks held unknown keep it with the prefix.
 func TestCostModelStartsAConversationWhereMemoryIsFree(t *testing.T) {
 	hs := prompt(21, 21, 128, 152) // 2,432 tokens, a 2,048-token system prompt held by replica 0

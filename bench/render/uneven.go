@@ -16,7 +16,7 @@ import (
 // a replica that got fewer of them keeps its contexts and answers fast,
 // and its requests hold the fleet's median while another replica queues
 // (W2 at 1x, one repetition: sglang_cache_aware's replicas' medians 49 and
-// 555 ms, docs/bench.md). That median is not a fleet faster everywhere,
+// 555 ms, docs/bench-findings.md). That median is not a fleet faster everywhere,
 // and a rule that keeps the tail down gives it up.
 func unevenMedian(own, rival *Group) (string, bool) {
 	if own.p50() <= rival.p50() || own.p99() > rival.p99() {

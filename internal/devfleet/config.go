@@ -77,7 +77,8 @@ type Config struct {
 	ResponseCache bool
 	// Profiling serves Go's runtime profiles (/debug/pprof/) on every
 	// balancer's and sidecar's admin port (their observability.profiling),
-	// for CPU profiles of a benchmark run (docs/bench.md).
+	// for CPU profiles of a benchmark run (docs/bench-findings.md, "Four
+	// balancers on two cores").
 	Profiling bool
 	// LogDir receives one log file per process (default: a temporary
 	// directory, removed on Stop unless KeepLogs).

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs W6 on a dev fleet with one policy and reads every engine's scheduler
 # state (/inferrail/debug/load) ten times a second; then prints what
-# docs/bench.md quotes ("W6 at 1×: the spacing, measured at the engines").
+# docs/bench-findings.md quotes ("W6 at 1×: the spacing, measured at the engines").
 # Usage: w6-engines.sh BIN POLICY DIR [SEED] [RATE]
 set -u
 BIN=$1; POL=$2; D=$3; SEED=${4:-1}; RATE=${5:-135}
