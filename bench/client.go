@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,8 +38,12 @@ type Record struct {
 	TPOT time.Duration `json:"tpot_ns"`
 	// ITL are the gaps between successive content chunks (not in JSON).
 	ITL []time.Duration `json:"-"`
-	// Status is the HTTP status (0 when no response arrived).
+	// Status is the HTTP status (0 when no response arrived): of the last
+	// attempt, when the request was retried.
 	Status int `json:"status"`
+	// Retries is how many times the request was sent again after a refusal
+	// (Config.Retries).
+	Retries int `json:"retries,omitempty"`
 	// Err describes a failure ("" for success).
 	Err string `json:"err,omitempty"`
 	// Cut marks a stream the harness cancelled at the run's drain deadline
@@ -140,28 +143,17 @@ type client struct {
 	url    string // .../v1/chat/completions
 	now    func() time.Duration
 	header http.Header
+	// retries is Config.Retries.
+	retries int
 }
 
 // do sends body, due at scheduled, and returns its record and the answer text.
 func (c *client) do(ctx context.Context, body []byte, scheduled time.Duration, rec *Record) string {
 	rec.Scheduled = scheduled
 	rec.SendLag = max(0, c.now()-scheduled)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	resp, err := c.send(ctx, body, rec)
 	if err != nil {
 		rec.Err = err.Error()
-		return ""
-	}
-	for k, v := range c.header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	if rec.RequestID != "" {
-		req.Header.Set("X-Request-Id", rec.RequestID)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		rec.Err = fmt.Sprintf("send: %v", err)
 		rec.E2E = c.now() - scheduled
 		return ""
 	}

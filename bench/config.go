@@ -33,8 +33,16 @@ type Config struct {
 	Label string `json:"label"`
 	// Warmup excludes requests scheduled before it from the summary.
 	Warmup time.Duration `json:"warmup"`
-	// RequestTimeout bounds one request.
+	// RequestTimeout bounds one request, its retries included.
 	RequestTimeout time.Duration `json:"request_timeout"`
+	// Retries is how many times a request refused before any answer (429
+	// or 503: a balancer shedding load, docs/routing.md#shedding) is sent
+	// again, after the wait its Retry-After asks for, as OpenAI's client
+	// libraries do (two retries by default; retryWait). 0, the default: a
+	// refused request fails, and a session ends at its first failed turn.
+	// A retried request's TTFT counts from its scheduled send, the waits
+	// included.
+	Retries int `json:"retries,omitempty"`
 	// Drain bounds the wait for sessions still running after the last
 	// arrival: after half of it no session starts another turn, and at its
 	// end what is unfinished is cancelled and counted as failed.
@@ -89,6 +97,9 @@ func (c Config) Validate() error {
 	}
 	if c.RequestTimeout <= 0 {
 		bad("request_timeout must be > 0, got %v", c.RequestTimeout)
+	}
+	if c.Retries < 0 || c.Retries > maxRetries {
+		bad("retries must be in [0, %d], got %d", maxRetries, c.Retries)
 	}
 	if c.SLO.TTFT <= 0 || c.SLO.TPOT <= 0 {
 		bad("slo.ttft and slo.tpot must be > 0, got %v and %v", c.SLO.TTFT, c.SLO.TPOT)

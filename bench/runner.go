@@ -75,7 +75,7 @@ func (r *Runner) Run(ctx context.Context, sessions []Session) (*Result, error) {
 	clients := make([]*client, len(r.cfg.Targets))
 	for i, t := range r.cfg.Targets {
 		clients[i] = &client{http: r.http, url: strings.TrimSuffix(t, "/") + "/v1/chat/completions",
-			now: func() time.Duration { return time.Since(start) }}
+			now: func() time.Duration { return time.Since(start) }, retries: r.cfg.Retries}
 	}
 	c := clients[0]
 

@@ -115,6 +115,7 @@ func benchConfigFlags(fs *flag.FlagSet, cfg *bench.Config) {
 	fs.StringVar(&cfg.Label, "label", cfg.Label, "name of the run in reports")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "requests scheduled before this are left out of the summary")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "bound on one request")
+	fs.IntVar(&cfg.Retries, "retries", cfg.Retries, "send a request refused with 429 or 503 again this many times, after its Retry-After, as OpenAI's clients do (0: it fails and ends its session)")
 	fs.DurationVar(&cfg.Drain, "drain", cfg.Drain, "wait this long after the last arrival for sessions to finish")
 	fs.DurationVar(&cfg.SLO.TTFT, "slo-ttft", cfg.SLO.TTFT, "goodput SLO: largest TTFT")
 	fs.DurationVar(&cfg.SLO.TPOT, "slo-tpot", cfg.SLO.TPOT, "goodput SLO: largest TPOT")
