@@ -34,12 +34,14 @@ type uiDev struct {
 }
 
 // uiStartDev starts `inferrail dev` with n replicas and one balancer on free
-// ports and reads the URLs it prints once the fleet is ready.
-func uiStartDev(t *testing.T, bin string, n int) *uiDev {
+// ports, and the further flags extra, and reads the URLs it prints once the
+// fleet is ready.
+func uiStartDev(t *testing.T, bin string, n int, extra ...string) *uiDev {
 	t.Helper()
 	d := &uiDev{modelName: "ui-model"}
-	d.proc = scStart(t, bin, "dev", "dev", "--replicas", fmt.Sprint(n), "--balancers", "1", "--port", "0",
-		"--model", d.modelName, "--log-dir", t.TempDir())
+	args := append([]string{"dev", "--replicas", fmt.Sprint(n), "--balancers", "1", "--port", "0",
+		"--model", d.modelName, "--log-dir", t.TempDir()}, extra...)
+	d.proc = scStart(t, bin, "dev", args...)
 	var out string
 	scWait(t, "the dev fleet to be ready", func() error {
 		select {
