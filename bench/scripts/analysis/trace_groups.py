@@ -4,7 +4,9 @@ and how they split, the share of their prompt tokens cached, and their TTFT
 p50 and p99; groups with fewer than MIN requests in every file are pooled as
 "rest". Needs the groups printed by `go run ./bench/scripts/analysis/groups`
 on the same files.
-Usage: go run ./bench/scripts/analysis/groups F... | python3 trace_groups.py [--min N] F...
+With --long T it also prints, per replica, the requests with more than T
+uncached prompt tokens (the long prefills).
+Usage: go run ./bench/scripts/analysis/groups F... | python3 trace_groups.py [--min N] [--long T] F...
 e.g. F = /tmp/ta/m1/cost_model-rep0.json /tmp/ta/m1/round_robin-rep0.json"""
 import collections
 import json
@@ -12,9 +14,13 @@ import os
 import sys
 
 args = sys.argv[1:]
-least = 50
-if args[:1] == ["--min"]:
-    least, args = int(args[1]), args[2:]
+least, longer = 50, 0
+while args[:1] in (["--min"], ["--long"]):
+    if args[0] == "--min":
+        least = int(args[1])
+    else:
+        longer = int(args[1])
+    args = args[2:]
 
 groups = collections.defaultdict(dict)
 for line in sys.stdin:
@@ -52,3 +58,7 @@ for path, by in runs.items():
         shares = "/".join(str(split[k]) for k in sorted(split))
         print(f"  group {g!s:>6}: {len(rs):4d} requests on {len(split)} replicas ({shares}), "
               f"cached {cached / max(prompt, 1):.3f}, TTFT p50 {pct(ttft, 0.5):6.0f} p99 {pct(ttft, 0.99):6.0f} ms")
+    if longer:
+        long = collections.Counter(r["replica"] for rs in by.values() for r in rs
+                                   if r["prompt_tokens"] - r["cached_tokens"] > longer)
+        print(f"  over {longer} uncached tokens: " + ", ".join(f"{k} {long[k]}" for k in sorted(long)))
