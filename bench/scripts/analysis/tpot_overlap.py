@@ -5,7 +5,11 @@ same replica were prefilling (from their scheduled send to their first
 token) while the answer decoded (from its first token to its last). Short
 answers whose decode overlaps a long prefill get one long step between two
 tokens, which is all their TPOT has.
-Usage: python3 tpot_overlap.py [--tokens N] F...
+With --detail, each answer outside lists the requests whose prefill its decode
+overlapped: when each was sent after the answer was (ms), its uncached prompt
+tokens and its TTFT, and whether the two were sent at one instant of the
+trace (within 5 ms).
+Usage: python3 tpot_overlap.py [--tokens N] [--detail] F...
 e.g. F = the runs of a trace's part, bench/results/mooncake/*.json"""
 import json
 import statistics
@@ -13,8 +17,12 @@ import sys
 
 args = sys.argv[1:]
 tokens = 3
-if args[:1] == ["--tokens"]:
-    tokens, args = int(args[1]), args[2:]
+detail = False
+while args[:1] in (["--tokens"], ["--detail"]):
+    if args[0] == "--detail":
+        detail, args = True, args[1:]
+    else:
+        tokens, args = int(args[1]), args[2:]
 
 for path in args:
     recs = [r for r in json.load(open(path))["records"] if r["status"] == 200]
@@ -23,14 +31,24 @@ for path in args:
         if r.get("warmup") or r["completion_tokens"] != tokens:
             continue
         a, b = r["scheduled_ns"] + r["ttft_ns"], r["scheduled_ns"] + r["e2e_ns"]
-        load = 0
+        load, over = 0, []
         for o in recs:
             if o is r or o["replica"] != r["replica"]:
                 continue
             p, q = o["scheduled_ns"], o["scheduled_ns"] + o["ttft_ns"]
             if p < b and q > a:
                 load += o["prompt_tokens"] - o["cached_tokens"]
-        by["outside" if r["tpot_ns"] > 100e6 else "within"].append(load)
+                over.append(o)
+        outside = r["tpot_ns"] > 100e6
+        by["outside" if outside else "within"].append(load)
+        if detail and outside:
+            print(f"{path}: {r['replica']} answer sent {r['scheduled_ns']/1e9:.3f} s, TTFT {r['ttft_ns']/1e6:.0f} ms, "
+                  f"TPOT {r['tpot_ns']/1e6:.0f} ms, {r['prompt_tokens'] - r['cached_tokens']} uncached tokens")
+            for o in over:
+                dt = (o["scheduled_ns"] - r["scheduled_ns"]) / 1e6
+                same = " (one instant)" if abs(dt) <= 5 else ""
+                print(f"    prefill sent {dt:+.0f} ms{same}: {o['prompt_tokens'] - o['cached_tokens']} uncached tokens, "
+                      f"TTFT {o['ttft_ns']/1e6:.0f} ms")
     parts = []
     for kind, loads in by.items():
         med = f"{statistics.median(loads):.0f}" if loads else "-"
