@@ -109,7 +109,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 // chosen by the lowest estimate, all go there and into one step again. On
 // W6 at round robin's capacity (1,024-token prompts, nothing shared, every
 // replica's KV memory full) even the exact pending count as the score lost
-// to round robin (TTFT p50 1,010 against 767 ms, docs/routing.md); taken in
+// to round robin (TTFT p50 1,010 against 767 ms, docs/routing-findings.md); taken in
 // turn, arrivals reach each replica about evenly spaced, as under round
 // robin, while a replica whose queue is far longer than the others' is out
 // of the margin and skipped. The order is this balancer's own and starts at
@@ -206,7 +206,7 @@ func roomier(occ, than float64) bool {
 // room, which in a memory-bound regime (W6 at 1x: 1,024-token prompts,
 // 64-token answers, every replica near full) sent runs of up to 26
 // requests to the one with room, a queue of prefills far longer than the
-// wait for a full replica to free a request's blocks (docs/routing.md).
+// wait for a full replica to free a request's blocks (docs/routing-findings.md).
 func (p *costModel) kvWait(room kvRoom, w Work) float64 {
 	if room.state != kvShort {
 		return 0

@@ -158,7 +158,7 @@ func TestCostModelNearTiesPreferTheCache(t *testing.T) {
 // replica holds, sent through different balancers, do not all go to one
 // replica. (On W3 with 4 balancers every balancer's first such pick went to
 // one replica, which then held both groups' system prompts and kept their
-// sessions: hit rate 0.808 against one balancer's 0.846, docs/routing.md.)
+// sessions: hit rate 0.808 against one balancer's 0.846, docs/routing-findings.md.)
 // One seed makes the same first pick every time.
 func TestCostModelRotationStartsBySeed(t *testing.T) {
 	first := map[int]bool{}

@@ -249,7 +249,7 @@ func (c *costPick) hotPrefix(req *Request, best int, key uint64, reason Reason) 
 		// alike (an overloaded fleet) a copy adds its prefill and its
 		// blocks to a queue as long, and copies of every prefix then
 		// crowd each other out of memory (the ladder at 1.5×: hit rate
-		// 0.125 against dynamo_kv's 0.444, docs/routing.md).
+		// 0.125 against dynamo_kv's 0.444, docs/routing-findings.md).
 		if !(byQueue && s.queue[best]-s.queue[k] >= hot) && !(byMemory && s.roomier(k, best)) {
 			continue
 		}

@@ -130,7 +130,7 @@ func (c *Counters) Done(uncached, output int, t Ticket, prefilled bool) {
 // prefill sent while only decodes ran there was counted as queued until a
 // first token ended some step, so a replica 180 ms into an 8,000-token
 // prefill looked as busy as one that had just been sent it (the Mooncake
-// trace at 0.5×, docs/routing.md#the-load-model).
+// trace at 0.5×, docs/routing-findings.md#the-load-model-measurements).
 func (c *Counters) StepEnded(at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -7,7 +7,7 @@ there made of it), the most requests one replica got within 50 ms, and the
 way from the schedule to the engine (p50 and p99, ms). Round robin over a
 Poisson stream gives about 0.5 by the schedule on four replicas; the
 requests of several balancers each taking its own turn meet and bunch
-(docs/routing.md). Warm-up requests, failed ones and those without an
+(docs/routing-findings.md). Warm-up requests, failed ones and those without an
 engine arrival are left out.
 Usage: arrivals.py RESULT.json...
 e.g. arrivals.py bench/results/W6/cost_model-rep*.json bench/results/W6/cost_model-4b-rep*.json"""

@@ -1,6 +1,6 @@
 """Matches a run's decision log to its requests in send order and reports
 how well what each decision saw of its winner predicts the request's TTFT
-(docs/routing.md, "A prompt no replica holds goes round").
+(docs/routing-findings.md, "A prompt no replica holds goes round").
 Usage: decisions_vs_ttft.py DIR, where DIR holds the GET /debug/decisions
 answers as d-*.json and the run's records as run.json."""
 import collections

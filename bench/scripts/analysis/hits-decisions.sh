@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs a workload on a dev fleet of 4 replicas with one cost_model balancer,
 # keeps GET /debug/decisions every 0.1 s, and prints hits_at_risk.py's
-# reading (docs/routing.md, "Predicted hits at risk").
+# reading (docs/routing-findings.md, "Predicted hits at risk").
 # Usage: hits-decisions.sh BIN DIR BLOCKS BENCH-RUN-FLAGS...
 # e.g. hits-decisions.sh bin/inferrail /tmp/w2dec 4096 --workload W2 --think 2s --rate 24 \
 #        --duration 15s --warmup 5s --drain 30s --seed 1

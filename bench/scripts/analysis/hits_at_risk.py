@@ -1,6 +1,6 @@
 """Joins a run's decision log with its records (by request id) and prints
 where cost_model's predicted cache hits were lost at the engine
-(docs/routing.md, "Predicted hits at risk"):
+(docs/routing-findings.md, "Predicted hits at risk"):
   - the picks predicted to hold half the prompt or more, by whether the
     winner was short of KV memory (a wait for memory estimated, or short
     with none) and by its queue wait (under or over 100 ms): how many, the
