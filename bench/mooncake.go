@@ -96,7 +96,8 @@ func ExpandTrace(rec TraceRecord, index int, maxTokens int) string {
 // mooncakeSessions turns a trace into one-turn sessions at the trace's
 // timestamps divided by the speed-up. Timestamps in the released traces are
 // coarse (whole seconds for most), so each arrival gets a seeded jitter
-// within its millisecond-to-second slot to avoid lockstep bursts.
+// within its millisecond-to-second slot to avoid lockstep bursts, unless
+// WorkloadConfig.ExactTimes says the timestamps are exact.
 func mooncakeSessions(c WorkloadConfig) ([]Session, error) {
 	f, err := os.Open(c.TracePath)
 	if err != nil {
@@ -111,7 +112,7 @@ func mooncakeSessions(c WorkloadConfig) ([]Session, error) {
 }
 
 // TraceSessions builds the sessions of parsed trace records under c (speed-up,
-// start offset, duration, max sessions, max input tokens, seed).
+// start offset, duration, max sessions, max input tokens, seed, exact times).
 func TraceSessions(recs []TraceRecord, c WorkloadConfig) []Session {
 	rng := rand.New(rand.NewPCG(c.Seed, textKey("mooncake/jitter")))
 	skip := c.TraceStart.Milliseconds()
@@ -121,6 +122,9 @@ func TraceSessions(recs []TraceRecord, c WorkloadConfig) []Session {
 			continue
 		}
 		jitter := rng.Float64() * float64(time.Second)
+		if c.ExactTimes {
+			jitter = 0
+		}
 		at := time.Duration((float64(r.Timestamp-skip)*float64(time.Millisecond) + jitter) / c.Speedup)
 		if c.Duration > 0 && at >= c.Duration {
 			break

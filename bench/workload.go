@@ -88,6 +88,12 @@ type WorkloadConfig struct {
 	MaxInputTokens int `json:"max_input_tokens,omitempty"`
 	// TraceStart skips this much of the trace's beginning (mooncake).
 	TraceStart time.Duration `json:"trace_start,omitempty"`
+	// ExactTimes replays the trace's timestamps as they are (mooncake).
+	// Without it each arrival gets a seeded jitter of up to one second
+	// before the speed-up, for traces whose timestamps are whole seconds;
+	// a trace with exact timestamps (a production log, Azure's traces)
+	// would have its bursts spread by it.
+	ExactTimes bool `json:"exact_times,omitempty"`
 }
 
 // DefaultWorkload returns the defaults of the named workload.

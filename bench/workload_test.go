@@ -243,6 +243,43 @@ func FuzzParseTrace(f *testing.F) {
 	})
 }
 
+// A trace's arrivals are its timestamps after the start offset, divided by
+// the speed-up: with ExactTimes exactly, without it each up to a second
+// later (before the speed-up), by a seeded jitter.
+func TestTraceSessionsTimes(t *testing.T) {
+	recs := []TraceRecord{{Timestamp: 500, InputLength: 16}, {Timestamp: 2000, InputLength: 16},
+		{Timestamp: 2001, InputLength: 16}, {Timestamp: 7000, InputLength: 16}}
+	c := DefaultWorkload(Mooncake)
+	c.Speedup, c.TraceStart, c.Duration = 2, time.Second, time.Hour
+	c.ExactTimes = true
+	want := []time.Duration{500 * time.Millisecond, 500*time.Millisecond + 500*time.Microsecond, 3 * time.Second}
+	exact := TraceSessions(recs, c)
+	if len(exact) != len(want) {
+		t.Fatalf("%d sessions, want %d (the record before the start offset skipped)", len(exact), len(want))
+	}
+	for i, s := range exact {
+		if s.Start != want[i] {
+			t.Errorf("exact session %d starts at %v, want %v", i, s.Start, want[i])
+		}
+	}
+	c.ExactTimes = false
+	// Records a second or more apart, so the jitter cannot reorder them.
+	recs = []TraceRecord{{Timestamp: 2000, InputLength: 16}, {Timestamp: 4000, InputLength: 16}, {Timestamp: 7000, InputLength: 16}}
+	want = []time.Duration{500 * time.Millisecond, 1500 * time.Millisecond, 3 * time.Second}
+	moved := 0
+	for i, s := range TraceSessions(recs, c) {
+		if s.Start < want[i] || s.Start >= want[i]+500*time.Millisecond {
+			t.Errorf("jittered session %d starts at %v, want within [%v, %v)", i, s.Start, want[i], want[i]+500*time.Millisecond)
+		}
+		if s.Start != want[i] {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Error("no jittered arrival moved")
+	}
+}
+
 // The committed trace parses and replays with its shared first block.
 func TestCommittedTrace(t *testing.T) {
 	c := DefaultWorkload(Mooncake)

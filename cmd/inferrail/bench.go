@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,6 +97,12 @@ func workloadFlags(fs *flag.FlagSet) (apply func() (bench.WorkloadConfig, error)
 	flt("speedup", "trace speed-up factor (mooncake)", func(c *bench.WorkloadConfig) *float64 { return &c.Speedup })
 	num("max-input-tokens", "truncate longer trace prompts (mooncake)", func(c *bench.WorkloadConfig) *int { return &c.MaxInputTokens })
 	dur("trace-start", "skip this much of the trace's beginning", func(c *bench.WorkloadConfig) *time.Duration { return &c.TraceStart })
+	fs.BoolFunc("exact-times", "replay the trace's timestamps as they are, without the arrival jitter of up to 1s\n(for traces with exact timestamps, e.g. a production log; mooncake)", record("exact-times"))
+	set["exact-times"] = func(c *bench.WorkloadConfig, v string) error {
+		b, err := strconv.ParseBool(v)
+		c.ExactTimes = b
+		return err
+	}
 	seed := fs.Uint64("seed", 1, "seed of arrivals and texts")
 	return func() (bench.WorkloadConfig, error) {
 		c := bench.DefaultWorkload(*name)

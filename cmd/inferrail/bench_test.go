@@ -38,6 +38,11 @@ func TestWorkloadFlags(t *testing.T) {
 			c.TracePath, c.Speedup, c.MaxInputTokens = "t.jsonl", 4, 1000
 			return c
 		}},
+		{"exact times", []string{"--workload", "mooncake", "--trace", "t.jsonl", "--exact-times"}, func() bench.WorkloadConfig {
+			c := bench.DefaultWorkload(bench.Mooncake)
+			c.TracePath, c.ExactTimes = "t.jsonl", true
+			return c
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,6 +67,13 @@ func TestWorkloadFlags(t *testing.T) {
 	_ = fs.Parse([]string{"--duration", "soon"})
 	if _, err := apply(); err == nil || !strings.Contains(err.Error(), "--duration") {
 		t.Errorf("a bad duration gave %v, want an error naming --duration", err)
+	}
+	fs = flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	apply = workloadFlags(fs)
+	_ = fs.Parse([]string{"--exact-times=maybe"})
+	if _, err := apply(); err == nil || !strings.Contains(err.Error(), "--exact-times") {
+		t.Errorf("--exact-times=maybe gave %v, want an error naming --exact-times", err)
 	}
 }
 
