@@ -15,9 +15,8 @@ import sys
 
 
 def parse_time(s):
-    # "2023-11-16 18:15:46.6805900": seven fractional digits, which
-    # datetime.fromisoformat (3.11+) reads, but Debian 12's 3.11 is the
-    # floor; cut to microseconds to be safe.
+    # "2023-11-16 18:15:46.6805900": seven fractional digits, one more than
+    # datetime keeps; the fraction is cut to microseconds.
     day, _, frac = s.partition(".")
     t = datetime.datetime.strptime(day, "%Y-%m-%d %H:%M:%S")
     return t + datetime.timedelta(microseconds=int((frac + "000000")[:6]))
