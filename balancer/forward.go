@@ -343,6 +343,9 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 // (fleet.Replica.TryAcquire); rep is candidate pick of decision d.
 func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep *fleet.Replica, ticket route.Ticket, d route.Decision, pick int, deadline time.Time) (done bool, retry string, resp *http.Response, err error) {
 	ls := &lease{rep: rep, uncached: d.UncachedTokens, output: rq.outputReserve(), ticket: ticket}
+	if rq.stream && rq.model.cfg.Routing.SLO.TPOT > 0 {
+		ls.answer = rep.Counters.Follow(rq.maxTokens)
+	}
 	if !rq.stream {
 		// Its first token is invisible: the prefill is taken to end at the
 		// estimate, so its decode is not counted as queued prefill.
@@ -443,8 +446,13 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		}
 	}
 	if rq.stream && resp.StatusCode/100 == 2 && openai.IsEventStream(resp.Header) {
-		resp.Body = &openai.FirstTokenReader{R: resp.Body, OnFirstToken: func() { prefilled(true) },
-			OnLater: func() { rep.Counters.StepEnded(b.now()) }}
+		resp.Body = &openai.FirstTokenReader{R: resp.Body,
+			OnFirstToken: func() { ls.answer.Token(b.now()); prefilled(true) },
+			OnLater: func() {
+				now := b.now()
+				ls.answer.Token(now)
+				rep.Counters.StepEnded(now)
+			}}
 	} else {
 		prefilled(false)
 	}

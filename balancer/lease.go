@@ -20,6 +20,9 @@ type lease struct {
 	ticket    route.Ticket // from TryAcquire
 	prefilled atomic.Bool
 	timer     *time.Timer // the estimated prefill end of a non-streaming request
+	// answer follows a stream for the TPOT guard (nil: not followed;
+	// route.SLOConfig).
+	answer *route.Answer
 }
 
 // prefillAfter releases the prefill part after d, unless prefill is called
@@ -42,5 +45,6 @@ func (l *lease) release() {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
+	l.rep.Counters.Unfollow(l.answer)
 	l.rep.Counters.Done(l.uncached, l.output, l.ticket, l.prefilled.Swap(true))
 }

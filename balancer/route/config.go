@@ -68,6 +68,9 @@ type Config struct {
 	// excess answers the rest in time. Set it to the TTFT objective less a
 	// typical prompt's own prefill. 0: never shed.
 	ShedDelay time.Duration `yaml:"shed_delay"`
+	// SLO is the service level the fleet is held to, which cost_model's
+	// TPOT guard protects (SLOConfig; zero: no guard).
+	SLO SLOConfig `yaml:"slo"`
 	// KVAware weighs the kv_aware scorers.
 	KVAware KVAwareConfig `yaml:"kv_aware"`
 	// Cost holds the cost model's parameters.
@@ -78,6 +81,22 @@ type Config struct {
 	// Baselines holds the parameters of the peer baselines (Baselines),
 	// which are comparisons for bench compare, not production policies.
 	Baselines BaselinesConfig `yaml:"baselines"`
+}
+
+// SLOConfig is the service level objective of a model's requests: what
+// goodput counts as good. With TPOT set, cost_model does not send a prompt
+// where its prefill would push an answer this balancer is streaming there
+// past TPOT while another candidate would not, and TTFT bounds what that
+// may cost the prompt (docs/routing.md#the-tpot-guard).
+type SLOConfig struct {
+	// TTFT is the objective's largest time to first token: a guarded
+	// prompt goes to another candidate only if that one's estimated TTFT
+	// is within it, or within the best candidate's (0: any candidate under
+	// the bounds).
+	TTFT time.Duration `yaml:"ttft"`
+	// TPOT is the objective's largest mean time per output token after the
+	// first, over an answer's whole output (0: no guard).
+	TPOT time.Duration `yaml:"tpot"`
 }
 
 // KVAwareConfig weighs the kv_aware policy's scorers; each scorer gives a
@@ -251,6 +270,14 @@ func (c Config) Validate() error {
 		bad("shed_delay", ">= 0", c.ShedDelay)
 	} else if c.ShedDelay > 0 && c.Policy != PolicyCostModel && Known(c.Policy) {
 		bad("shed_delay", "0 with policy "+c.Policy+" (only cost_model estimates the delay it bounds)", c.ShedDelay)
+	}
+	if c.SLO.TTFT < 0 {
+		bad("slo.ttft", ">= 0", c.SLO.TTFT)
+	}
+	if c.SLO.TPOT < 0 {
+		bad("slo.tpot", ">= 0", c.SLO.TPOT)
+	} else if c.SLO.TPOT > 0 && c.Policy != PolicyCostModel && Known(c.Policy) {
+		bad("slo.tpot", "0 with policy "+c.Policy+" (only cost_model guards it)", c.SLO.TPOT)
 	}
 	weights := []struct {
 		name string

@@ -54,6 +54,8 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"spread margin", func(c *Config) { c.SpreadMargin = -0.1 }, []string{"spread_margin must be in [0, 1), got -0.1"}},
 		{"negative shed delay", func(c *Config) { c.ShedDelay = -time.Second }, []string{"shed_delay must be >= 0, got -1s"}},
 		{"shed delay without cost_model", func(c *Config) { c.Policy, c.ShedDelay = PolicyRoundRobin, time.Second }, []string{"shed_delay must be 0 with policy round_robin (only cost_model estimates the delay it bounds), got 1s"}},
+		{"negative objectives", func(c *Config) { c.SLO = SLOConfig{TTFT: -time.Second, TPOT: -time.Millisecond} }, []string{"slo.ttft must be >= 0, got -1s", "slo.tpot must be >= 0, got -1ms"}},
+		{"a TPOT objective without cost_model", func(c *Config) { c.Policy, c.SLO.TPOT = PolicyLeastRequest, time.Millisecond }, []string{"slo.tpot must be 0 with policy least_request (only cost_model guards it), got 1ms"}},
 		{"negative weight", func(c *Config) { c.KVAware.LoadWeight = -1 }, []string{"kv_aware.load_weight must be >= 0 and finite, got -1"}},
 		{"zero weights", func(c *Config) { c.KVAware = KVAwareConfig{} }, []string{"kv_aware weights must not all be 0"}},
 		{"rate", func(c *Config) { c.Cost.LinearTokPerSec = 0 }, []string{"cost_model.linear_tok_per_sec must be > 0 and finite, got 0"}},

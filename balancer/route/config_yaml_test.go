@@ -53,7 +53,7 @@ func TestBadYAMLNamesEveryProblem(t *testing.T) {
 		t.Fatal("Validate() = nil for testdata/bad.yaml")
 	}
 	for _, want := range []string{
-		`policy must be one of`, "prefix_blocks", "load_factor", "min_load_bound", "spread_margin",
+		`policy must be one of`, "prefix_blocks", "load_factor", "min_load_bound", "spread_margin", "slo.ttft", "slo.tpot",
 		"kv_aware.prefix_weight", "cost_model.linear_tok_per_sec",
 		"cost_model.step_token_budget", "cost_model.hot_prefix_queue_wait", "overlay.ttl",
 		"overlay.slots", "overlay.stride", "overlay.max_points",

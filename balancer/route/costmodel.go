@@ -36,7 +36,9 @@ import (
 // will find their context there. With Config.ShedDelay set, a request is
 // moved off a replica whose work would delay its first token by more than
 // that, to the least delayed candidate, and refused (ErrOverloaded) when
-// even that one's would.
+// even that one's would. With Config.SLO.TPOT set, a request whose prefill
+// would push an answer this balancer streams on its choice past that
+// objective goes where it breaks the fewest (costPick.tpotGuard).
 type costModel struct {
 	*base
 	est estimator
@@ -73,6 +75,7 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		}
 	}
 	best, reason = c.hotPrefix(req, best, key, reason)
+	best, reason = c.tpotGuard(best, reason, now)
 	// What every decision shows, a pick or a refusal: every candidate's
 	// scores and estimates.
 	d := Decision{Eligible: len(s.elig), SummaryFallback: fallback, Cached: s.cached, Scores: candidateScores(s, len(cands), 1e9)}

@@ -39,6 +39,9 @@ type Counters struct {
 	// changed is called after each change Sent, Prefilled or Done makes
 	// (Watch; nil: none).
 	changed atomic.Pointer[func()]
+
+	// answers are the streams followed for the TPOT guard (Follow).
+	answers answers
 }
 
 // Watch sets f to be called after every change of the counts that Sent,

@@ -70,6 +70,10 @@ const (
 	// instead of the lowest estimate (a spill off the preferred replica
 	// keeps its spill reason).
 	ReasonRotation Reason = "rotation"
+	// ReasonTPOTGuard: cost_model moved the request off the replica where
+	// its prefill would have pushed an answer streaming there past the TPOT
+	// objective (SLOConfig).
+	ReasonTPOTGuard Reason = "tpot_guard"
 	// ReasonOnlyCandidate: one eligible candidate.
 	ReasonOnlyCandidate Reason = "only_candidate"
 )

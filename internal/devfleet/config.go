@@ -152,9 +152,9 @@ func (c Config) Validate() error {
 }
 
 // RouteConfig returns the fleet's routing config for its policy: Routing (or
-// the defaults) with Policy set. ShedDelay, which only cost_model reads, is
-// dropped for the other policies, so one routing file serves every policy
-// a comparison runs.
+// the defaults) with Policy set. ShedDelay and SLO.TPOT, which only
+// cost_model reads, are dropped for the other policies, so one routing file
+// serves every policy a comparison runs.
 func (c Config) RouteConfig() route.Config {
 	rc := route.DefaultConfig()
 	if c.Routing != nil {
@@ -163,6 +163,7 @@ func (c Config) RouteConfig() route.Config {
 	rc.Policy = c.Policy
 	if rc.Policy != route.PolicyCostModel {
 		rc.ShedDelay = 0
+		rc.SLO.TPOT = 0
 	}
 	return rc
 }
