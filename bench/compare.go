@@ -101,6 +101,7 @@ func Compare(ctx context.Context, cc CompareConfig, log *slog.Logger) ([]*Result
 	if err := os.MkdirAll(cc.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("results dir: %w", err)
 	}
+	cc.Fleet = withObjective(cc.Fleet, cc.Bench.SLO)
 	var capacity *Capacity
 	if len(cc.Capacity.Rates) > 0 {
 		c, err := searchCapacity(ctx, cc, log)
@@ -397,4 +398,21 @@ func compareOne(ctx context.Context, cc CompareConfig, info RunInfo, label strin
 		}
 	}
 	return res, nil
+}
+
+// withObjective returns fc with its routing told the objective the runs are
+// judged by (route.SLOConfig, which cost_model's TPOT guard keeps), as a
+// user states theirs in the balancer's config; a routing config that states
+// one (--routing) keeps its own.
+func withObjective(fc devfleet.Config, slo SLO) devfleet.Config {
+	if fc.Routing != nil && fc.Routing.SLO != (route.SLOConfig{}) {
+		return fc
+	}
+	rc := route.DefaultConfig()
+	if fc.Routing != nil {
+		rc = *fc.Routing
+	}
+	rc.SLO = route.SLOConfig{TTFT: slo.TTFT, TPOT: slo.TPOT}
+	fc.Routing = &rc
+	return fc
 }

@@ -3,8 +3,10 @@ package bench
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/devfleet"
 )
 
@@ -103,5 +105,35 @@ func TestSplitPolicyTextPrefix(t *testing.T) {
 		if p != tc.policy || text != tc.text || KnownPolicy(tc.name) != tc.known {
 			t.Errorf("%s: SplitPolicy = %q, %v, KnownPolicy = %v; want %q, %v, %v", tc.name, p, text, KnownPolicy(tc.name), tc.policy, tc.text, tc.known)
 		}
+	}
+}
+
+// TestWithObjective: the fleet's routing is told the SLO the runs are judged
+// by, unless a routing config states its own, and only cost_model keeps the
+// TPOT objective (the others read none).
+func TestWithObjective(t *testing.T) {
+	slo := SLO{TTFT: 2 * time.Second, TPOT: 100 * time.Millisecond}
+	fc := withObjective(devfleet.Config{Policy: route.PolicyCostModel}, slo)
+	if fc.Routing == nil || fc.Routing.SLO != (route.SLOConfig{TTFT: 2 * time.Second, TPOT: 100 * time.Millisecond}) {
+		t.Fatalf("no routing config: got %+v, want the bench's SLO", fc.Routing)
+	}
+	if got := fc.RouteConfig().SpreadMargin; got != route.DefaultConfig().SpreadMargin {
+		t.Errorf("spread margin %v, want the default", got)
+	}
+	fc.Policy = route.PolicyRoundRobin
+	if got := fc.RouteConfig().SLO.TPOT; got != 0 {
+		t.Errorf("round_robin's TPOT objective %v, want 0", got)
+	}
+	own := route.DefaultConfig()
+	own.SpreadMargin, own.SLO = 0.25, route.SLOConfig{TPOT: 50 * time.Millisecond}
+	fc = withObjective(devfleet.Config{Policy: route.PolicyCostModel, Routing: &own}, slo)
+	if fc.Routing.SLO != own.SLO || fc.Routing.SpreadMargin != 0.25 {
+		t.Errorf("a routing config with an slo: got %+v, want it kept", fc.Routing)
+	}
+	other := route.DefaultConfig()
+	other.SpreadMargin = 0.25
+	fc = withObjective(devfleet.Config{Policy: route.PolicyCostModel, Routing: &other}, slo)
+	if fc.Routing.SLO.TPOT != 100*time.Millisecond || fc.Routing.SpreadMargin != 0.25 || other.SLO.TPOT != 0 {
+		t.Errorf("a routing config without an slo: got %+v (the caller's now %+v), want its keys and the bench's SLO, the caller's config untouched", fc.Routing, other.SLO)
 	}
 }
