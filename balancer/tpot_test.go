@@ -79,6 +79,7 @@ func testTPOTGuard(t *testing.T, guarded, late bool) {
 			}
 		}
 	})
+	// The builtin:sim tokenizer makes two tokens of each " lorem".
 	words := func(tag string, n int) string { return tag + strings.Repeat(" lorem", n) }
 	open := func(content string, maxTokens int) (*http.Response, *bufio.Reader) {
 		body := fmt.Sprintf(`{"model":"m","stream":true,"max_tokens":%d,"messages":[{"role":"user","content":%q}]}`, maxTokens, content)
@@ -94,7 +95,7 @@ func testTPOTGuard(t *testing.T, guarded, late bool) {
 	// answers its headers with its first byte, so the decision log says
 	// where it went.
 	go func() {
-		body := fmt.Sprintf(`{"model":"m","stream":true,"max_tokens":64,"messages":[{"role":"user","content":%q}]}`, words("first-long", 4000))
+		body := fmt.Sprintf(`{"model":"m","stream":true,"max_tokens":64,"messages":[{"role":"user","content":%q}]}`, words("first-long", 2000))
 		if resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body)); err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -126,7 +127,7 @@ func testTPOTGuard(t *testing.T, guarded, late bool) {
 	// 3. A 16,000-token prompt: replica a's estimate is the lower by
 	// q's queue, but its prefill would take two steps of the answer's two
 	// gaps (200 ms of a 100 ms TPOT).
-	second, body := post(t, srv.URL+"/v1/chat/completions", fmt.Sprintf(`{"model":"m","stream":true,"max_tokens":8,"messages":[{"role":"user","content":%q}]}`, words("second-long", 16000)))
+	second, body := post(t, srv.URL+"/v1/chat/completions", fmt.Sprintf(`{"model":"m","stream":true,"max_tokens":8,"messages":[{"role":"user","content":%q}]}`, words("second-long", 8000)))
 	if n, _ := strconv.Atoi(second.Header.Get(HeaderPromptTokens)); n < 15000 {
 		t.Fatalf("the second long prompt is %d tokens, want about 16,000", n)
 	}
@@ -161,7 +162,7 @@ func testTPOTGuard(t *testing.T, guarded, late bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	third, _ := post(t, srv.URL+"/v1/chat/completions", fmt.Sprintf(`{"model":"m","stream":true,"max_tokens":8,"messages":[{"role":"user","content":%q}]}`, words("third-long", 16000)))
+	third, _ := post(t, srv.URL+"/v1/chat/completions", fmt.Sprintf(`{"model":"m","stream":true,"max_tokens":8,"messages":[{"role":"user","content":%q}]}`, words("third-long", 8000)))
 	if got := third.Header.Get(HeaderReplica); got != a || last() != "lowest_ttft" {
 		t.Fatalf("after the answer ended the third long prompt went to %s (%s), want %s (lowest_ttft)", got, last(), a)
 	}

@@ -55,11 +55,21 @@ timeouts:
 
 func btStartBalancer(t *testing.T, bin, name string, join []string, probeInterval string) *btBalancer {
 	t.Helper()
+	return btStartBalancerRouting(t, bin, name, join, probeInterval, "")
+}
+
+// btStartBalancerRouting is btStartBalancer with routing, a YAML flow
+// mapping of models[].routing keys ("": the defaults), for e2e-model.
+func btStartBalancerRouting(t *testing.T, bin, name string, join []string, probeInterval, routing string) *btBalancer {
+	t.Helper()
 	l, a, g := scFreePort(t), scFreePort(t), scFreePort(t)
 	b := &btBalancer{url: fmt.Sprintf("http://127.0.0.1:%d", l), admin: fmt.Sprintf("http://127.0.0.1:%d", a),
 		gossip: fmt.Sprintf("127.0.0.1:%d", g)}
 	path := filepath.Join(t.TempDir(), name+".yaml")
 	cfg := btConfig(fmt.Sprintf("127.0.0.1:%d", l), fmt.Sprintf("127.0.0.1:%d", a), b.gossip, join, probeInterval)
+	if routing != "" {
+		cfg = strings.Replace(cfg, "    block_size: 16\n", "    block_size: 16\n    routing: "+routing+"\n", 1)
+	}
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
