@@ -144,3 +144,37 @@ func BenchmarkStepClock(b *testing.B) {
 		c.Done(1000, 0, t, true)
 	}))
 }
+
+// BenchmarkTPOTGuard measures cost_model's decision for an 8,192-token
+// prompt with the TPOT guard off and on, every candidate streaming answers
+// (3 tokens, one seen) that the prompt's prefill would break: the guard
+// then counts them on every candidate. Figures are in
+// docs/benchmarks-route.md.
+func BenchmarkTPOTGuard(b *testing.B) {
+	hs := prompt(2, 2, 0, 512)
+	for _, answers := range []int{0, 8, 64} {
+		for _, n := range []int{8, 64} {
+			b.Run(fmt.Sprintf("answers=%d/n=%d", answers, n), func(b *testing.B) {
+				p := newPolicy(b, PolicyCostModel, func(c *Config) {
+					if answers > 0 {
+						c.SLO.TPOT = 100 * time.Millisecond
+					}
+				})
+				cs := benchFleet(n)
+				for i := range cs {
+					for range answers {
+						cs[i].Own.Follow(3).Token(t0)
+					}
+				}
+				s := NewScratch(n)
+				r := req(hs)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, _, err := p.Pick(r, cs, s); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
