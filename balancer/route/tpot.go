@@ -40,7 +40,10 @@ func (c *costPick) tpotGuard(best int, reason Reason, now time.Time) (int, Reaso
 		if k == best || !c.under(k) || c.estimate(k)*abs > limit {
 			continue
 		}
-		if b := c.breaks(k, now); b < fewest || (b == fewest && s.score[k] < s.score[pick]) {
+		// Only fewer breaks move it: among equals the earlier rules'
+		// choice (a rotation's turn, a near tie's, a second home) stands.
+		b := c.breaks(k, now)
+		if b < fewest || (b == fewest && pick != best && s.score[k] < s.score[pick]) {
 			pick, fewest = k, b
 		}
 	}

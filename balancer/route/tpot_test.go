@@ -101,6 +101,32 @@ func TestCostModelTPOTGuard(t *testing.T) {
 	})
 }
 
+// TestTPOTGuardKeepsTheTurnAmongEquals: where every candidate breaks as many
+// answers, the guard leaves the earlier rules' choice, here the rotation's
+// turn over two cold replicas a few milliseconds apart, even when it is not
+// the lowest score.
+func TestTPOTGuardKeepsTheTurnAmongEquals(t *testing.T) {
+	cs := cands(2)
+	for i := range cs {
+		cs[i].Own.Follow(3) // an answer still prefilling on each
+		cs[i].Own.InFlight.Add(1)
+		cs[i].Own.Pending.Add(1)
+	}
+	cs[0].Load.Exact, cs[0].Load.InFlight, cs[0].Load.Pending, cs[0].Load.PrefillTokens = true, 1, 1, 300
+	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.SLO.TPOT = 100 * time.Millisecond })
+	picked := map[int]bool{}
+	for i := range 2 {
+		got, d := mustPick(t, p, req(prompt(uint32(3+i), uint32(3+i), 0, 512)), cs) // cold, 8,192 tokens
+		if d.Reason == ReasonTPOTGuard {
+			t.Fatalf("pick %d moved by the guard, where both replicas break one answer", got)
+		}
+		picked[got] = true
+	}
+	if len(picked) != 2 {
+		t.Errorf("two picks took %v, want the turn to take both replicas", picked)
+	}
+}
+
 // TestFollowAnswers: what Follow, Token and Unfollow leave for the guard.
 func TestFollowAnswers(t *testing.T) {
 	var c Counters
