@@ -32,6 +32,18 @@ func benchFleet(n int) []Candidate {
 	return cs
 }
 
+// benchPicks times p's decision of r over cs, with one Scratch reused as on
+// the request path.
+func benchPicks(b *testing.B, p Policy, r *Request, cs []Candidate) {
+	s := NewScratch(len(cs))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := p.Pick(r, cs, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkPick measures one decision per policy over 8, 64 and 256
 // candidates with a 2k-token prompt (128 block hashes). Figures are in
 // docs/benchmarks-route.md.
@@ -42,14 +54,7 @@ func BenchmarkPick(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
 				p := newPolicy(b, name, nil)
 				cs := benchFleet(n)
-				s := NewScratch(n)
-				r := req(hs)
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, _, err := p.Pick(r, cs, s); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchPicks(b, p, req(hs), cs)
 			})
 		}
 	}
@@ -85,14 +90,7 @@ func BenchmarkBaselines(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
 				p := newPolicy(b, name, nil)
 				cs := benchFleet(n)
-				s := NewScratch(n)
-				r := req(hs)
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, _, err := p.Pick(r, cs, s); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchPicks(b, p, req(hs), cs)
 			})
 		}
 	}
@@ -166,14 +164,7 @@ func BenchmarkTPOTGuard(b *testing.B) {
 						cs[i].Own.Follow(3).Token(t0)
 					}
 				}
-				s := NewScratch(n)
-				r := req(hs)
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, _, err := p.Pick(r, cs, s); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchPicks(b, p, req(hs), cs)
 			})
 		}
 	}
