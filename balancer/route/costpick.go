@@ -31,7 +31,8 @@ type costPick struct {
 // (estimated TTFT plus miss penalty plus the wait for memory, corrected),
 // s.queue (the queue wait), s.delay (the delay its load adds to this
 // request), s.load (what its cache saves this request, the bound's third
-// term), s.kvWait, s.occ, s.fill and s.flight.
+// term), s.kvWait, s.occ, s.fill, s.flight, and the work ahead and the
+// decodes it was estimated from (s.ahead, s.decodes).
 func (c *costPick) score(req *Request, now time.Time) {
 	p, s, prompt := c.p, c.s, c.prompt
 	s.delay = s.delay[:0]
@@ -41,6 +42,8 @@ func (c *costPick) score(req *Request, now time.Time) {
 	s.flight = s.flight[:0]
 	s.occ = s.occ[:0]
 	s.fill = s.fill[:0]
+	s.ahead = s.ahead[:0]
+	s.decodes = s.decodes[:0]
 	unknown, known := 0, math.Inf(1) // known: the least wait for memory known
 	worst := 0.0                     // the longest wait for memory known
 	c.mean = meanTTFTScale(c.cands, s.elig)
@@ -72,7 +75,10 @@ func (c *costPick) score(req *Request, now time.Time) {
 		}
 		s.occ = append(s.occ, occ)
 		s.fill = append(s.fill, kv.fill)
-		t, wait := p.est.ttft(p.est.queueOf(w, now), w.Decodes(), prompt-cached, cached)
+		q, running := p.est.queueOf(w, now), w.Decodes()
+		s.ahead = append(s.ahead, q)
+		s.decodes = append(s.decodes, running)
+		t, wait := p.est.ttft(q, running, prompt-cached, cached)
 		idle, _ := p.est.ttft(queue{}, 0, prompt-cached, cached)
 		mem := 0.0 // the wait for memory: delay, not a queue of prefill (wait)
 		if kvWait > 0 && !math.IsInf(kvWait, 1) {

@@ -160,6 +160,8 @@ type Scratch struct {
 	flight  []float64       // cost_model: requests in flight per unit of weight, per eligible
 	occ     []float64       // cost_model: KV memory in use after the request, share of capacity, per eligible (-1: unknown)
 	fill    []float64       // cost_model: occ counting the memory holding contexts (kvRoom.fill), per eligible (-1: unknown)
+	ahead   []queue         // cost_model: the prefill work ahead of the request, per eligible (the TPOT guard's)
+	decodes []int           // cost_model: the requests decoding there, per eligible
 	cached  []int32         // predicted cached tokens per candidate
 	scores  []float64       // Decision.Scores, per candidate
 	ttfts   []time.Duration // Decision.TTFTs, per candidate

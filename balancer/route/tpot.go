@@ -72,9 +72,7 @@ func (c *costPick) breaks(k int, now time.Time) int {
 		return 0
 	}
 	p := c.p
-	w := p.work(cand, now)
-	q := p.est.queueOf(w, now)
-	running := w.Decodes()
+	q, running := c.s.ahead[k], c.s.decodes[k] // as score estimated them
 	per := float64(max(p.est.budget-running, 1))
 	decode := p.est.step(float64(running), running)
 	cached := int(c.s.cached[c.s.elig[k]])
