@@ -435,6 +435,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 		var first time.Time // an estimated end is no step end
 		if firstToken {
 			first = now
+			ls.answer.Token(now)
 		}
 		ls.prefill(first)
 		if s, ok := rq.model.policy.(route.Settler); ok {
@@ -447,7 +448,7 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	}
 	if rq.stream && resp.StatusCode/100 == 2 && openai.IsEventStream(resp.Header) {
 		resp.Body = &openai.FirstTokenReader{R: resp.Body,
-			OnFirstToken: func() { ls.answer.Token(b.now()); prefilled(true) },
+			OnFirstToken: func() { prefilled(true) },
 			OnLater: func() {
 				now := b.now()
 				ls.answer.Token(now)
