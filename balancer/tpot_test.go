@@ -62,8 +62,17 @@ func testTPOTGuard(t *testing.T, guarded, late bool) {
 	t.Cleanup(u1.Close)
 	cfg := testConfig(u0.URL, u1.URL)
 	cfg.Models[0].Routing.SpreadMargin = 0 // the estimate decides, not the turn
-	if guarded {
+	switch {
+	case late:
+		// A 200 ms budget that 250 ms since the first token has spent.
 		cfg.Models[0].Routing.SLO.TPOT = 100 * time.Millisecond
+	case guarded:
+		// A 2 s budget and steps of 1.7 s of prefill (the upstreams are
+		// fakes; only the estimate reads these): the prompt's two steps in
+		// the answer's two gaps break it however long the machine takes,
+		// up to 2 s, between the answer's first token and the decision.
+		cfg.Models[0].Routing.SLO.TPOT = time.Second
+		cfg.Models[0].Routing.Cost.LinearTokPerSec = 4700
 	}
 	b, srv := newTestBalancer(t, cfg)
 	admin := httptest.NewServer(b.AdminHandler())
