@@ -34,7 +34,8 @@ const (
 const (
 	// TimingRoute is the time from the request's headers to the sending of
 	// the attempt that answered: reading the body, tokenizing, admission,
-	// the routing decision and any attempts that failed before it.
+	// the routing decision and any attempts that failed before it. Its desc
+	// is the decision's reason (route.Reason, the decision log's reason).
 	TimingRoute = "inferrail-route"
 	// TimingUpstream is the time from that sending to the answer's first
 	// bytes from the replica (a stream's first event).
@@ -44,23 +45,35 @@ const (
 	// TimingQueueWait and TimingMemoryWait its parts spent waiting for the
 	// work queued there and for KV memory. What the balancer expected, to
 	// hold against what the engine took: bench run records them.
-	TimingEstimate   = "inferrail-estimate"
-	TimingQueueWait  = "inferrail-queue-wait"
-	TimingMemoryWait = "inferrail-memory-wait"
+	// TimingLowestEstimate is the lowest estimate among the candidates: the
+	// pick's estimate above it is what the rule that chose the pick
+	// (rotation, near tie, hot prefix, TPOT guard) paid for it.
+	TimingEstimate       = "inferrail-estimate"
+	TimingQueueWait      = "inferrail-queue-wait"
+	TimingMemoryWait     = "inferrail-memory-wait"
+	TimingLowestEstimate = "inferrail-lowest-estimate"
 )
 
 // serverTiming is the Server-Timing value for an answer to a request that
 // arrived at start, was sent at sent to the replica that answered, the
 // candidate pick of decision d, and got its first bytes at first; durations
-// in milliseconds to the microsecond. The estimates are there when d has
-// them (cost_model).
+// in milliseconds to the microsecond. The route metric's desc is the
+// decision's reason (a token: route.Reason values are lower case letters
+// and underscores). The estimates are there when d has them (cost_model).
 func serverTiming(start, sent, first time.Time, d *route.Decision, pick int) string {
 	ms := func(d time.Duration) string {
 		return strconv.FormatFloat(float64(max(d, 0))/float64(time.Millisecond), 'f', 3, 64)
 	}
-	v := TimingRoute + ";dur=" + ms(sent.Sub(start)) + ", " + TimingUpstream + ";dur=" + ms(first.Sub(sent))
+	v := TimingRoute + ";dur=" + ms(sent.Sub(start))
+	if d.Reason != "" {
+		v += ";desc=" + string(d.Reason)
+	}
+	v += ", " + TimingUpstream + ";dur=" + ms(first.Sub(sent))
 	if d.EstimatedTTFT > 0 {
 		v += ", " + TimingEstimate + ";dur=" + ms(d.EstimatedTTFT)
+		if lowest, ok := lowestEstimate(d.TTFTs); ok {
+			v += ", " + TimingLowestEstimate + ";dur=" + ms(lowest)
+		}
 		if pick >= 0 && pick < len(d.Waits) && d.Waits[pick] >= 0 {
 			v += ", " + TimingQueueWait + ";dur=" + ms(d.Waits[pick])
 		}
@@ -69,6 +82,18 @@ func serverTiming(start, sent, first time.Time, d *route.Decision, pick int) str
 		}
 	}
 	return v
+}
+
+// lowestEstimate returns the lowest of the eligible candidates' estimates
+// (route.Decision.TTFTs, negative where not eligible).
+func lowestEstimate(ttfts []time.Duration) (time.Duration, bool) {
+	lowest, ok := time.Duration(0), false
+	for _, t := range ttfts {
+		if t >= 0 && (!ok || t < lowest) {
+			lowest, ok = t, true
+		}
+	}
+	return lowest, ok
 }
 
 // kind is a proxied route.

@@ -460,13 +460,15 @@ func TestServerTiming(t *testing.T) {
 	if len(vals) != 2 || vals[0] != `engine;desc="queue, prefill";dur=5` {
 		t.Fatalf("Server-Timing %q, want the engine's then the balancer's", vals)
 	}
-	var route, upstream float64
-	if _, err := fmt.Sscanf(vals[1], TimingRoute+";dur=%f, "+TimingUpstream+";dur=%f", &route, &upstream); err != nil {
-		t.Fatalf("the balancer's Server-Timing %q: %v", vals[1], err)
+	m := regexp.MustCompile(`^` + TimingRoute + `;dur=([0-9.]+);desc=([a-z_]+), ` + TimingUpstream + `;dur=([0-9.]+)(?:,|$)`).FindStringSubmatch(vals[1])
+	if m == nil || m[2] != string(route.ReasonOnlyCandidate) {
+		t.Fatalf("the balancer's Server-Timing %q: want route, with the decision's reason (%s) as its desc, then upstream", vals[1], route.ReasonOnlyCandidate)
 	}
+	routed, _ := strconv.ParseFloat(m[1], 64)
+	upstream, _ := strconv.ParseFloat(m[3], 64)
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
-	if ms(upstream) < engineWait || route < 0 || ms(route+upstream) > waited {
-		t.Errorf("route %.3f ms, upstream %.3f ms; want upstream ≥ %v and both within the client's %v", route, upstream, engineWait, waited)
+	if ms(upstream) < engineWait || routed < 0 || ms(routed+upstream) > waited {
+		t.Errorf("route %.3f ms, upstream %.3f ms; want upstream ≥ %v and both within the client's %v", routed, upstream, engineWait, waited)
 	}
 }
 
@@ -498,9 +500,11 @@ func TestServerTimingCarriesTheEstimate(t *testing.T) {
 	est, ok1 := dur(TimingEstimate)
 	queue, ok2 := dur(TimingQueueWait)
 	mem, ok3 := dur(TimingMemoryWait)
-	if !ok1 || !ok2 || !ok3 {
-		t.Fatalf("Server-Timing %q: want %s, %s and %s", timing, TimingEstimate, TimingQueueWait, TimingMemoryWait)
+	lowest, ok4 := dur(TimingLowestEstimate)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		t.Fatalf("Server-Timing %q: want %s, %s, %s and %s", timing, TimingEstimate, TimingQueueWait, TimingMemoryWait, TimingLowestEstimate)
 	}
+	reason := regexp.MustCompile(`(?:^|, )` + TimingRoute + `;dur=[0-9.]+;desc=([a-z_]+)(?:,|$)`).FindStringSubmatch(timing)
 
 	admin := httptest.NewServer(b.AdminHandler())
 	t.Cleanup(admin.Close)
@@ -528,6 +532,18 @@ func TestServerTimingCarriesTheEstimate(t *testing.T) {
 	if !near(est, *rec.EstimatedTTFTMS) || !near(queue, *win.QueueWaitMS) || !near(mem, logged(win.MemoryWaitMS)) || queue <= 0 || est+0.001 < queue+mem { // each rounded to the µs
 		t.Errorf("Server-Timing estimate %.3f, queue %.3f, memory %.3f ms; the decision log's %.3f, %.3f, %.3f; want equal, a queue, and the waits within the estimate",
 			est, queue, mem, *rec.EstimatedTTFTMS, *win.QueueWaitMS, logged(win.MemoryWaitMS))
+	}
+	least := math.Inf(1)
+	for _, c := range rec.Candidates {
+		if c.EstimatedTTFTMS != nil {
+			least = min(least, *c.EstimatedTTFTMS)
+		}
+	}
+	if !near(lowest, least) || lowest > est+0.001 {
+		t.Errorf("Server-Timing lowest estimate %.3f ms; the decision log's candidates' lowest %.3f, the pick's %.3f: want the log's, at most the pick's", lowest, least, est)
+	}
+	if reason == nil || reason[1] != rec.Reason {
+		t.Errorf("Server-Timing %q: want the route metric's desc to be the decision log's reason %q", timing, rec.Reason)
 	}
 
 	cfg := testConfig(ups[0].srv.URL)

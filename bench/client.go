@@ -106,6 +106,13 @@ type Record struct {
 	EstimatedTTFT       time.Duration `json:"estimated_ttft_ns,omitempty"`
 	EstimatedQueueWait  time.Duration `json:"estimated_queue_wait_ns,omitempty"`
 	EstimatedMemoryWait time.Duration `json:"estimated_memory_wait_ns,omitempty"`
+	// LowestEstimatedTTFT is the lowest estimate among the candidates
+	// (TimingLowestEstimate): EstimatedTTFT above it is what the rule that
+	// picked the replica paid. RouteReason is that rule, the decision's
+	// reason (TimingRoute's desc, the decision log's reason). Empty and 0
+	// without them.
+	LowestEstimatedTTFT time.Duration `json:"lowest_estimated_ttft_ns,omitempty"`
+	RouteReason         string        `json:"route_reason,omitempty"`
 }
 
 // OK reports whether the request was answered: it completed, or the
@@ -166,6 +173,8 @@ func (c *client) do(ctx context.Context, body []byte, scheduled time.Duration, r
 		rec.EstimatedTTFT, _ = ServerTiming(st, TimingEstimate)
 		rec.EstimatedQueueWait, _ = ServerTiming(st, TimingQueueWait)
 		rec.EstimatedMemoryWait, _ = ServerTiming(st, TimingMemoryWait)
+		rec.LowestEstimatedTTFT, _ = ServerTiming(st, TimingLowestEstimate)
+		rec.RouteReason, _ = ServerTimingDesc(st, TimingRoute)
 	}
 	if v := resp.Header.Get(HeaderCachedTokens); v != "" {
 		if n, err := strconv.Atoi(v); err == nil {

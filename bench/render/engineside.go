@@ -3,8 +3,10 @@ package render
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/inferrail/inferrail/bench"
@@ -93,12 +95,25 @@ const tailShare = 0.01
 // split had it. est and mem are the balancer's estimate of the engine's
 // part and the wait for KV memory in it (bench.Record.EstimatedTTFT,
 // EstimatedMemoryWait), when estimated: every request split had one.
+//
+// picks counts those requests by the rule that picked their replica
+// (bench.Record.RouteReason), over every repetition, with what each rule's
+// picks were estimated above the lowest candidate's estimate in all
+// (bench.Record.LowestEstimatedTTFT); empty when the balancer stated none.
 type hops struct {
 	lag, in, engine, out float64
 	route                float64
 	routed               bool
 	est, mem             float64
 	estimated            bool
+	picks                map[string]*pickCost
+}
+
+// pickCost is the tail requests one rule picked a replica for (hops.picks):
+// how many, and their estimates' sum above the lowest candidate's, in ms.
+type pickCost struct {
+	n     int
+	above float64
 }
 
 // tailHops returns the mean over repetitions of the mean hops of each run's
@@ -133,6 +148,20 @@ func tailHops(g *Group) (h hops, ok bool) {
 			sum.est += ms(rec.EstimatedTTFT)
 			sum.mem += ms(rec.EstimatedMemoryWait)
 			h.estimated = h.estimated && rec.EstimatedTTFT > 0
+			if rec.RouteReason != "" {
+				if h.picks == nil {
+					h.picks = map[string]*pickCost{}
+				}
+				pc := h.picks[rec.RouteReason]
+				if pc == nil {
+					pc = &pickCost{}
+					h.picks[rec.RouteReason] = pc
+				}
+				pc.n++
+				if rec.LowestEstimatedTTFT > 0 {
+					pc.above += ms(max(rec.EstimatedTTFT-rec.LowestEstimatedTTFT, 0))
+				}
+			}
 		}
 		k := float64(n) * float64(len(g.Reps))
 		h.lag, h.in, h.engine, h.out = h.lag+sum.lag/k, h.in+sum.in/k, h.engine+sum.engine/k, h.out+sum.out/k
@@ -161,6 +190,33 @@ func tailSplit(own, rival *Group) (string, bool) {
 	case o.estimated:
 		there += fmt.Sprintf(" (estimated %.0f, of it waiting for memory %.0f)", o.est, o.mem)
 	}
-	return fmt.Sprintf("the slowest %.0f%% of requests (means): sent %.0f vs %.0f ms late, %s, %s, %.0f vs %.0f ms back",
-		100*tailShare, o.lag, r.lag, in, there, o.out, r.out), true
+	text := fmt.Sprintf("the slowest %.0f%% of requests (means): sent %.0f vs %.0f ms late, %s, %s, %.0f vs %.0f ms back",
+		100*tailShare, o.lag, r.lag, in, there, o.out, r.out)
+	if len(o.picks) > 0 {
+		text += "; their replicas picked by " + o.pickText()
+		if len(r.picks) > 0 {
+			text += " vs " + r.pickText()
+		}
+	}
+	return text, true
+}
+
+// pickText lists h.picks, the most frequent rule first (then by name), each
+// with its count and, where at least 1 ms, its picks' mean estimate above
+// the lowest candidate's: "hot_prefix_replica 1 (estimated 170 ms above the
+// lowest), lowest_ttft 1".
+func (h hops) pickText() string {
+	reasons := slices.Collect(maps.Keys(h.picks))
+	slices.SortFunc(reasons, func(a, b string) int {
+		return cmp.Or(cmp.Compare(h.picks[b].n, h.picks[a].n), cmp.Compare(a, b))
+	})
+	parts := make([]string, len(reasons))
+	for i, reason := range reasons {
+		pc := h.picks[reason]
+		parts[i] = fmt.Sprintf("%s %d", reason, pc.n)
+		if above := pc.above / float64(pc.n); above >= 1 {
+			parts[i] += fmt.Sprintf(" (estimated %.0f ms above the lowest)", above)
+		}
+	}
+	return strings.Join(parts, ", ")
 }

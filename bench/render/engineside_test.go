@@ -118,4 +118,29 @@ func TestTailSplit(t *testing.T) {
 	if text, _ := tailSplit(rival, own); strings.Contains(text, "estimated") {
 		t.Errorf("a run missing an estimate first: %q, want none", text)
 	}
+
+	// With the rule that picked each replica (the route metric's desc)
+	// and the lowest estimate among the candidates, the slowest requests'
+	// picks are named, with what their rule paid by the estimate: here
+	// the slowest one (100 requests, so the only one of the 1%) was sent
+	// where its estimate was 9 ms above the lowest.
+	for i := range own.Reps[0].Records {
+		rec := &own.Reps[0].Records[i]
+		rec.RouteReason, rec.LowestEstimatedTTFT = "lowest_ttft", rec.EstimatedTTFT
+	}
+	slow := &own.Reps[0].Records[99]
+	slow.RouteReason, slow.LowestEstimatedTTFT = "hot_prefix_replica", 5*time.Millisecond
+	if text, _ := tailSplit(own, rival); !strings.HasSuffix(text, "126 vs 116 ms back; their replicas picked by hot_prefix_replica 1 (estimated 9 ms above the lowest)") {
+		t.Errorf("tailSplit() with the picks' rules = %q, want the slowest request's rule and its cost", text)
+	}
+	slow.RouteReason = "lowest_ttft"
+	slow.LowestEstimatedTTFT = slow.EstimatedTTFT
+	rival.Reps[0].Records[99].RouteReason = "round_robin"
+	if text, _ := tailSplit(own, rival); !strings.HasSuffix(text, "; their replicas picked by lowest_ttft 1 vs round_robin 1") {
+		t.Errorf("tailSplit() with both runs' rules = %q, want both, and no cost where the pick was the lowest", text)
+	}
+	own.Reps[0].Records[99].RouteReason = ""
+	if text, _ := tailSplit(own, rival); strings.Contains(text, "picked by") {
+		t.Errorf("a run whose slowest request has no rule: %q, want none named", text)
+	}
 }

@@ -18,7 +18,8 @@ import (
 // sent the request and early enough for the engine's first token to come
 // before the client's. The balancer's own times (its Server-Timing header)
 // fit between them, and it states what it estimated for each request: a
-// TTFT that holds its queue and memory waits.
+// TTFT that holds its queue and memory waits, the lowest estimate among the
+// candidates, and the rule that picked the replica.
 func TestBenchJoinsTheEnginesTimings(t *testing.T) {
 	res, _ := runShortW1(t, buildBinary(t), route.PolicyCostModel, false)
 	ids := map[string]bool{}
@@ -50,5 +51,18 @@ func TestBenchJoinsTheEnginesTimings(t *testing.T) {
 			t.Errorf("session %d turn %d (%s): estimated TTFT %v, queue wait %v, memory wait %v; want an estimate holding both waits",
 				r.Session, r.Turn, r.RequestID, r.EstimatedTTFT, r.EstimatedQueueWait, r.EstimatedMemoryWait)
 		}
+		// And the rule that picked the replica, with the lowest estimate
+		// it could have had: a cost_model reason, at most the pick's.
+		if !costModelReasons[route.Reason(r.RouteReason)] || r.LowestEstimatedTTFT <= 0 || r.LowestEstimatedTTFT > r.EstimatedTTFT {
+			t.Errorf("session %d turn %d (%s): reason %q, lowest estimate %v against the pick's %v; want one of cost_model's reasons and 0 < lowest ≤ the pick's",
+				r.Session, r.Turn, r.RequestID, r.RouteReason, r.LowestEstimatedTTFT, r.EstimatedTTFT)
+		}
 	}
+}
+
+// costModelReasons are the reasons a cost_model decision that picked a
+// replica may give.
+var costModelReasons = map[route.Reason]bool{
+	route.ReasonLowestTTFT: true, route.ReasonHotPrefix: true, route.ReasonRotation: true,
+	route.ReasonTPOTGuard: true, route.ReasonKVSpill: true, route.ReasonLoadSpill: true, route.ReasonOnlyCandidate: true,
 }
