@@ -124,7 +124,7 @@ func (b *Balancer) explain(r *http.Request, k kind, body []byte) (*Explanation, 
 	now := b.now()
 	cands := set.Candidates(now, nil)
 	req := route.Request{Model: m.cfg.Name, Hashes: hashes, BlockSize: m.cfg.BlockSize,
-		PromptTokens: ex.PromptTokens, OutputTokens: p.maxTokens, Now: now, DryRun: true, OpensConversation: p.opens}
+		PromptTokens: ex.PromptTokens, OutputTokens: p.maxTokens, Now: now, DryRun: true, Turn: p.turn}
 	idx, d, err := m.policy.Pick(&req, cands, route.NewScratch(len(cands)))
 	switch {
 	case errors.Is(err, route.ErrAllFull):

@@ -72,8 +72,8 @@ type request struct {
 	stream bool // the client asked for a stream
 	// maxTokens is the client's bound on the output tokens (0: none).
 	maxTokens int
-	// opens reports whether the request opens a conversation (parsed.opens).
-	opens   bool
+	// turn is where the request stands in its conversation (parsed.turn).
+	turn    route.Turn
 	outcome string
 	mode    string // modeProxy or modeEPP
 
@@ -137,7 +137,7 @@ func (b *Balancer) prepare(ctx context.Context, rq *request, body []byte, sc *sc
 		return oerr
 	}
 	m := p.model
-	rq.model, rq.body, rq.stream, rq.maxTokens, rq.opens = m, p.body, p.stream, p.maxTokens, p.opens
+	rq.model, rq.body, rq.stream, rq.maxTokens, rq.turn = m, p.body, p.stream, p.maxTokens, p.turn
 	if rq.kind != kindEmbeddings {
 		if p.reason == reasonNoTokenizer && m.cfg.TextPrefix.Enabled {
 			p.reason = b.prepareText(rq, p, sc)
@@ -176,7 +176,7 @@ func (b *Balancer) decide(rq *request, set *fleet.ModelSet, now time.Time, prep 
 	sc.cands = set.Candidates(now, sc.cands)
 	req := route.Request{Model: m.cfg.Name, Hashes: rq.hashes, BlockSize: m.cfg.BlockSize,
 		PromptTokens: rq.tokens, OutputTokens: rq.maxTokens, Now: now, Exclude: sc.exclude, Prompt: prep, TextPrefix: rq.estimated,
-		OpensConversation: rq.opens}
+		Turn: rq.turn}
 	idx, d, err := m.policy.Pick(&req, sc.cands, sc.rs)
 	sc.took = time.Since(t0)
 	b.m.decision.WithLabelValues(m.cfg.Name, m.policy.Name(), rq.mode).Observe(sc.took.Seconds())

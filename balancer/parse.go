@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/inferrail/inferrail/balancer/fleet"
+	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/openai"
 	"github.com/inferrail/inferrail/internal/tokenize"
 )
@@ -25,9 +26,10 @@ type parsed struct {
 	stream bool
 	// maxTokens is the request's bound on its output tokens (0: none).
 	maxTokens int
-	// opens reports whether a tokenized chat request opens a conversation
-	// (tokenize.Body.OpensConversation; false when not tokenized).
-	opens bool
+	// turn is where a tokenized chat request stands in its conversation
+	// (tokenize.Body.OpensConversation, ContinuesConversation; unknown when
+	// not tokenized).
+	turn route.Turn
 }
 
 // parse decodes body once, resolves its model and tokenizes its prompt.
@@ -93,7 +95,14 @@ func (b *Balancer) resolve(k kind, body []byte, snap *fleet.Snapshot, dec *token
 	}
 	if tokenizing && k != kindEmbeddings {
 		p.ids, p.reason = m.tokenizeRequest(k == kindChat, dec)
-		p.opens = p.reason == "" && k == kindChat && dec != nil && dec.OpensConversation()
+		if p.reason == "" && k == kindChat && dec != nil {
+			switch {
+			case dec.OpensConversation():
+				p.turn = route.TurnFirst
+			case dec.ContinuesConversation():
+				p.turn = route.TurnLater
+			}
+		}
 	}
 	return p, nil
 }

@@ -7,14 +7,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/inferrail/inferrail/balancer/route"
 	"github.com/inferrail/inferrail/internal/tokenize"
 )
 
 // parseResult is what a test compares of parse's answer.
 type parseResult struct {
 	Model, Body, Salt, Reason string
-	Tokens                    bool // ids were produced
-	Opens                     bool // the request opens a conversation
+	Tokens                    bool       // ids were produced
+	Turn                      route.Turn // where it stands in its conversation
 	Err                       string
 }
 
@@ -41,9 +42,9 @@ func TestParseDecodesOnce(t *testing.T) {
 		want parseResult
 	}{
 		{name: "chat", k: kindChat, body: `{"model":"m","cache_salt":"s","messages":[{"role":"user","content":"hi"}]}`,
-			want: parseResult{Model: "m", Salt: "s", Tokens: true, Opens: true}},
+			want: parseResult{Model: "m", Salt: "s", Tokens: true, Turn: route.TurnFirst}},
 		{name: "chat with an answer in it", k: kindChat, body: `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"},{"role":"assistant","content":"yo"},{"role":"user","content":"and?"}]}`,
-			want: parseResult{Model: "m", Tokens: true}},
+			want: parseResult{Model: "m", Tokens: true, Turn: route.TurnLater}},
 		{name: "alias rewritten", k: kindCompletions, body: `{"model":"alias-m","prompt":"hello"}`,
 			want: parseResult{Model: "m", Body: `{"model":"m","prompt":"hello"}`, Tokens: true}},
 		{name: "sole model", k: kindCompletions, body: `{"prompt":[1,2,3]}`,
@@ -77,7 +78,7 @@ func TestParseDecodesOnce(t *testing.T) {
 					got.Err = tc.want.Err // compare the stable prefix
 				}
 			} else {
-				got = parseResult{Model: p.model.cfg.Name, Salt: p.salt, Reason: p.reason, Tokens: len(p.ids) > 0, Opens: p.opens}
+				got = parseResult{Model: p.model.cfg.Name, Salt: p.salt, Reason: p.reason, Tokens: len(p.ids) > 0, Turn: p.turn}
 				if string(p.body) != tc.body {
 					got.Body = string(p.body)
 				}

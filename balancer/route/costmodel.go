@@ -31,9 +31,10 @@ import (
 // candidate whose queue wait is shorter by HotPrefixQueueWait if that is at
 // most HotPrefixQueueWait slower, and the overlay then makes it a second
 // home for the prefix. A request that opens a
-// conversation (Request.OpensConversation) goes so, too, to a candidate whose
-// KV memory is far emptier than the best's (roomier): its later turns
-// will find their context there. With Config.ShedDelay set, a request is
+// conversation (Request.Turn) goes so, too, to a candidate whose KV memory
+// is far emptier than the best's (roomier): its later turns will find their
+// context there; it may be slower by HotPrefixQueueWait times the share of
+// the model's conversations that have later turns (turnRate). With Config.ShedDelay set, a request is
 // moved off a replica whose work would delay its first token by more than
 // that, to the least delayed candidate, and refused (ErrOverloaded) when
 // even that one's would. With Config.SLO.TPOT set, a request whose prefill
@@ -46,6 +47,8 @@ type costModel struct {
 	// (costModel.spread), modulo the candidates; it starts drawn from the
 	// seed.
 	last atomic.Int64
+	// turns counts the model's first and later turns (Pick).
+	turns turnRate
 }
 
 func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Decision, error) {
@@ -56,6 +59,9 @@ func (p *costModel) Pick(req *Request, cands []Candidate, s *Scratch) (int, Deci
 		return -1, Decision{}, err
 	}
 	now := p.now(req)
+	if !req.DryRun && len(req.Exclude) == 0 { // a retry was counted at its first attempt
+		p.turns.see(req.Turn)
+	}
 	p.fillLoads(cands, s, now) // the stale-summary fallback places by requests
 	fallback := p.predict(req, cands, s, now)
 	key, ok := p.prefixKey(req)

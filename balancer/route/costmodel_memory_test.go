@@ -309,11 +309,66 @@ func TestCostModelStartsAConversationWhereMemoryIsFree(t *testing.T) {
 		{"as busy, blocks held unknown elsewhere", true, 0.3, 0.3, capacity, -1, false},
 	} {
 		r := req(hs)
-		r.OpensConversation = tc.opens
+		r.Turn = TurnLater
+		if tc.opens {
+			r.Turn = TurnFirst
+		}
 		p := newPolicy(t, PolicyCostModel, nil) // a fresh overlay: the placement is this case's
 		got, d := mustPick(t, p, r, setup(tc.usage0, tc.others, tc.held0, tc.heldOthers))
 		if moved := got != 0; moved != tc.moves || moved != (d.Reason == ReasonHotPrefix) {
 			t.Errorf("%s: picked %d (%q), want a move %v", tc.name, got, d.Reason, tc.moves)
 		}
+	}
+}
+
+// Only later turns pay for starting a conversation on a roomier replica, so
+// the move may cost at most HotPrefixQueueWait times the share of the
+// model's conversations that go on: where the policy has seen 30 first turns
+// and no later one (single requests, as the Mooncake trace sends them) a
+// first turn stays with the replica holding its shared prefix, where a move
+// costs it that prefix's prefill (2,048 tokens, about 60 ms); as later turns
+// come it moves again. Neither explain's dry runs nor a retry's second
+// attempt are counted.
+func TestCostModelMovesNewConversationsOnlyWhereTheyGoOn(t *testing.T) {
+	hs := prompt(21, 21, 128, 152) // 2,432 tokens, a 2,048-token system prompt held by replica 0
+	const capacity = 4096
+	cs := cands(4)
+	withCapacity(cs, capacity)
+	cs[0].Prefix = fakeIndex{}.add(hs[:128])
+	for i := range cs {
+		cs[i].Load.KVUsage = 0.3
+	}
+	cs[0].Load.HeldBlocks = capacity // the others hold nothing
+	p := newPolicy(t, PolicyCostModel, nil)
+	moves := func() bool {
+		r := req(hs)
+		r.Turn, r.DryRun = TurnFirst, true
+		got, d := mustPick(t, p, r, cs)
+		return got != 0 && d.Reason == ReasonHotPrefix
+	}
+	count := func(turn Turn, n int, retry bool) {
+		for i := range n {
+			r := req(prompt(100+uint32(i), 100+uint32(i), 0, 8)) // another prompt: only its turn matters
+			r.Turn = turn
+			if retry {
+				r.Exclude = []int{0}
+			}
+			mustPick(t, p, r, cs)
+		}
+	}
+	if !moves() {
+		t.Fatal("a fresh policy: want the first turn moved to a roomier replica")
+	}
+	count(TurnFirst, 30, false)
+	count(TurnLater, 60, true) // retries: not counted
+	for range 60 {
+		moves() // dry runs: not counted
+	}
+	if moves() {
+		t.Error("after 30 first turns and no later one: want the first turn kept with its prefix")
+	}
+	count(TurnLater, 30, false)
+	if !moves() {
+		t.Error("after 30 first and 30 later turns: want the first turn moved again")
 	}
 }

@@ -236,14 +236,20 @@ func (c *costPick) hotPrefix(req *Request, best int, key uint64, reason Reason) 
 	// context, and it holds nothing of its own anywhere: on a replica whose
 	// KV memory is far fuller than another's it and its neighbours' later
 	// turns evict each other (W3's cold start: two replicas at 93% with two
-	// idle, docs/routing.md).
-	byMemory := req.OpensConversation && (s.occ[best] >= 0 || s.fill[best] >= 0)
+	// idle, docs/routing.md). Only later turns pay for such a move, so it
+	// may cost the request at most HotPrefixQueueWait times the share of
+	// conversations that have one (turnRate.continued): on traffic of
+	// single requests none (the Mooncake trace at round robin's capacity:
+	// TTFT p99 1.2× without the move, docs/routing-findings.md).
+	memory := hot * c.p.turns.continued()
+	byMemory := req.Turn == TurnFirst && (s.occ[best] >= 0 || s.fill[best] >= 0) && memory > 0
 	if hot <= 0 || s.cached[s.elig[best]] == 0 || !(byQueue || byMemory) {
 		return best, reason
 	}
 	// Replication is deliberate: compare estimated TTFTs, without the
 	// miss penalty that keeps prefixes at home.
-	next, nextT, nextR := -1, c.estimate(best)+hot, 0.0
+	bestT := c.estimate(best)
+	next, nextT, nextR := -1, bestT+hot, 0.0
 	for k, i := range s.elig {
 		t := c.estimate(k)
 		if k == best || t > nextT || !c.under(k) {
@@ -256,7 +262,7 @@ func (c *costPick) hotPrefix(req *Request, best int, key uint64, reason Reason) 
 		// blocks to a queue as long, and copies of every prefix then
 		// crowd each other out of memory (the ladder at 1.5×: hit rate
 		// 0.125 against dynamo_kv's 0.444, docs/routing-findings.md).
-		if !(byQueue && s.queue[best]-s.queue[k] >= hot) && !(byMemory && s.roomier(k, best)) {
+		if !(byQueue && s.queue[best]-s.queue[k] >= hot) && !(byMemory && t <= bestT+memory && s.roomier(k, best)) {
 			continue
 		}
 		if r := rendezvous(key, c.cands[i].key(), 1, true); next < 0 || t < nextT || r > nextR {

@@ -37,14 +37,13 @@ type Request struct {
 	// first blocks), block sizes are not compared, and the overlay keeps
 	// the placement for OverlayConfig.TextTTL.
 	TextPrefix bool
-	// OpensConversation reports whether the request is the first of a
-	// conversation (a chat request without an assistant message): what a
-	// replica holds of its prompt is shared with other requests, never its
-	// own earlier turns, and the replica it goes to is where its later turns
-	// will find their context. cost_model then weighs the replicas' KV
-	// memory in choosing it (CostConfig.HotPrefixQueueWait). False when not
-	// known.
-	OpensConversation bool
+	// Turn is where the request stands in its conversation, as its
+	// messages show: a first turn holds nothing of its own in any replica
+	// and goes where its later turns will find their context, so cost_model
+	// weighs the replicas' KV memory in choosing it
+	// (CostConfig.HotPrefixQueueWait), as far as this model's traffic has
+	// later turns (costModel.turns). TurnUnknown when not known.
+	Turn Turn
 	// Exclude lists candidate indices not to pick (replicas already tried by
 	// a retry). A request whose every eligible candidate is excluded gets
 	// ErrNoCandidate.
@@ -55,6 +54,21 @@ type Request struct {
 	// policy's random generator for ties.
 	DryRun bool
 }
+
+// Turn is where a request stands in its conversation (Request.Turn).
+type Turn uint8
+
+// Turns.
+const (
+	// TurnUnknown: not a chat request, or its messages were not read.
+	TurnUnknown Turn = iota
+	// TurnFirst: a chat request without an assistant message, which opens
+	// a conversation.
+	TurnFirst
+	// TurnLater: a chat request with an assistant message, which
+	// continues one.
+	TurnLater
+)
 
 func (r *Request) blockSize() int {
 	if r.BlockSize > 0 {

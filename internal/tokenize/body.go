@@ -70,16 +70,35 @@ func (b *Body) Int(name string) (v int64, ok bool) {
 // so nothing of its prompt but what it shares with others (a system
 // prompt, tools, examples) can be in any engine's cache.
 func (b *Body) OpensConversation() bool {
+	n, ok := b.assistantMessages()
+	return ok && n == 0
+}
+
+// ContinuesConversation reports whether the body is a chat request whose
+// messages hold an assistant message: a later turn of a conversation.
+func (b *Body) ContinuesConversation() bool {
+	n, ok := b.assistantMessages()
+	return ok && n > 0
+}
+
+// assistantMessages counts the assistant messages of a chat request; ok is
+// false unless the body has a non-empty list of messages, each with a
+// string role.
+func (b *Body) assistantMessages() (n int, ok bool) {
 	msgs, present := dictGet(b.root, "messages")
 	if !present || !msgs.IsList() || msgs.AsList().Len() == 0 {
-		return false
+		return 0, false
 	}
 	for _, m := range msgs.AsList().Items {
-		if r, _ := dictGet(m, "role"); !r.IsString() || r.AsString() == "assistant" {
-			return false
+		r, _ := dictGet(m, "role")
+		if !r.IsString() {
+			return 0, false
+		}
+		if r.AsString() == "assistant" {
+			n++
 		}
 	}
-	return true
+	return n, true
 }
 
 // ChatBody is Chat for a decoded body.

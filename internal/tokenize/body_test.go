@@ -149,22 +149,24 @@ func FuzzBodyPaths(f *testing.F) {
 // A chat request opens a conversation when none of its messages is an
 // assistant's; a completion, an empty or malformed message list does not.
 func TestOpensConversation(t *testing.T) {
-	for body, want := range map[string]bool{
-		`{"messages":[{"role":"user","content":"hi"}]}`:                                                                 true,
-		`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`:                                 true,
-		`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"a"},{"role":"tool","content":"r"}]}`:    true,
-		`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`: false,
-		`{"messages":[{"role":"user","content":"a"},{"content":"no role"}]}`:                                            false,
-		`{"messages":[]}`:          false,
-		`{"messages":"no"}`:        false,
-		`{"prompt":"hello there"}`: false,
+	// Each body: does it open a conversation, does it continue one.
+	for body, want := range map[string][2]bool{
+		`{"messages":[{"role":"user","content":"hi"}]}`:                                                                 {true, false},
+		`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`:                                 {true, false},
+		`{"messages":[{"role":"system","content":"s"},{"role":"user","content":"a"},{"role":"tool","content":"r"}]}`:    {true, false},
+		`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`: {false, true},
+		`{"messages":[{"role":"assistant","content":"b"},{"content":"no role"}]}`:                                       {false, false},
+		`{"messages":[{"role":"user","content":"a"},{"content":"no role"}]}`:                                            {false, false},
+		`{"messages":[]}`:          {false, false},
+		`{"messages":"no"}`:        {false, false},
+		`{"prompt":"hello there"}`: {false, false},
 	} {
 		b, err := DecodeBody([]byte(body))
 		if err != nil {
 			t.Fatalf("DecodeBody(%s): %v", body, err)
 		}
-		if got := b.OpensConversation(); got != want {
-			t.Errorf("OpensConversation(%s) = %v, want %v", body, got, want)
+		if opens, continues := b.OpensConversation(), b.ContinuesConversation(); opens != want[0] || continues != want[1] {
+			t.Errorf("%s: OpensConversation %v, ContinuesConversation %v; want %v, %v", body, opens, continues, want[0], want[1])
 		}
 	}
 }
