@@ -147,7 +147,8 @@ type CostConfig struct {
 	// next best replica (if that is at most this much slower), which then
 	// becomes a second home of the prefix. A request opening a conversation
 	// goes so to a replica with far more free KV memory, within the same
-	// allowance (docs/routing.md). 0 disables both.
+	// allowance times the share of the model's conversations that have
+	// later turns (docs/routing.md). 0 disables both.
 	HotPrefixQueueWait time.Duration `yaml:"hot_prefix_queue_wait"`
 	// MissPenalty charges, when choosing, each candidate this multiple of
 	// the idle prefill time of the prompt tokens it does not hold, on top
