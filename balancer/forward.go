@@ -449,9 +449,9 @@ func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep 
 	if rq.stream && resp.StatusCode/100 == 2 && openai.IsEventStream(resp.Header) {
 		resp.Body = &openai.FirstTokenReader{R: resp.Body,
 			OnFirstToken: func() { prefilled(true) },
-			OnLater: func() {
+			OnLater: func(events int) {
 				now := b.now()
-				ls.answer.Token(now)
+				ls.answer.Tokens(now, events)
 				rep.Counters.StepEnded(now)
 			}}
 	} else {

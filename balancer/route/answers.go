@@ -22,11 +22,16 @@ type Answer struct {
 // decode speculatively; several tokens in one event count as one, which
 // makes the answer look longer than it is and the guard more lenient. A nil
 // Answer (not followed) ignores it.
-func (a *Answer) Token(at time.Time) {
-	if a == nil {
+func (a *Answer) Token(at time.Time) { a.Tokens(at, 1) }
+
+// Tokens records n events of the stream seen at at, as Token does one
+// (the stream's last events, its usage and its end, count too: by then it
+// has no gap left to protect).
+func (a *Answer) Tokens(at time.Time, n int) {
+	if a == nil || n <= 0 {
 		return
 	}
-	if a.tokens.Add(1) == 1 {
+	if a.tokens.Add(int64(n)) == int64(n) {
 		a.first.Store(at.UnixNano())
 	}
 }

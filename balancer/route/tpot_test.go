@@ -127,7 +127,7 @@ func TestTPOTGuardKeepsTheTurnAmongEquals(t *testing.T) {
 	}
 }
 
-// TestFollowAnswers: what Follow, Token and Unfollow leave for the guard.
+// TestFollowAnswers: what Follow, Token, Tokens and Unfollow leave for the guard.
 func TestFollowAnswers(t *testing.T) {
 	var c Counters
 	if a := c.Follow(1); a != nil {
@@ -139,10 +139,20 @@ func TestFollowAnswers(t *testing.T) {
 	a, b := c.Follow(3), c.Follow(40)
 	a.Token(t0)
 	a.Token(t0.Add(time.Millisecond))
+	b.Tokens(t0, 0) // no event: still prefilling
 	var got []answerState
 	c.eachAnswer(func(s answerState) { got = append(got, s) })
 	if len(got) != 2 || got[0].out != 3 || got[0].tokens != 2 || !got[0].first.Equal(t0) || got[1] != (answerState{out: 40}) {
 		t.Fatalf("answers %+v, want the 3-token one with 2 tokens from t0 and the 40-token one prefilling", got)
+	}
+	// Several events in one read count each; the first of them is the
+	// first token.
+	b.Tokens(t0.Add(time.Second), 3)
+	b.Tokens(t0.Add(2*time.Second), 2)
+	got = got[:0]
+	c.eachAnswer(func(s answerState) { got = append(got, s) })
+	if got[1].tokens != 5 || !got[1].first.Equal(t0.Add(time.Second)) {
+		t.Fatalf("the 40-token answer after 3 then 2 events: %+v, want 5 tokens from t0+1s", got[1])
 	}
 	c.Unfollow(a)
 	c.Unfollow(a) // twice: nothing

@@ -23,6 +23,9 @@ type FirstToken struct {
 	dec  Decoder
 	evs  []Event
 	seen bool
+	// count is the number of events decoded until the first token-bearing
+	// one, that one included.
+	count int
 }
 
 // Seen reports whether the first token-bearing event has been fed.
@@ -42,6 +45,7 @@ func (f *FirstToken) Feed(p []byte) bool {
 		return true
 	}
 	for i := range f.evs {
+		f.count++
 		if bearsToken(f.evs[i].Data) {
 			f.seen = true
 			clear(f.evs)
@@ -104,13 +108,26 @@ type FirstTokenReader struct {
 	// OnFirstToken is called at most once; it must not block.
 	OnFirstToken func()
 	// OnLater, if set, is called from every Read that passes bytes after
-	// the one that passed the first token: the stream's later events (its
-	// next tokens, its end), each the end of an engine step. It must not
-	// block.
-	OnLater func()
+	// the first token-bearing event (its own read too, when a later event
+	// began in it): the stream's later events (its next tokens, its end),
+	// each the end of an engine step. events is how many events began in
+	// those bytes (0: they continue one), counted by their data lines, one
+	// an event as engines send them. It must not block.
+	OnLater func(events int)
 	f       FirstToken
 	seen    bool
+	// starts is the events begun so far (data lines), reported those
+	// reported to OnLater or before the first token's end.
+	starts, reported int
+	// tail is the last bytes read, for a data line's start split across
+	// reads; the stream starts as if after a line end.
+	tail    [len(dataLine) - 1]byte
+	tailLen int
+	begun   bool
 }
+
+// dataLine starts a server-sent event's data line.
+const dataLine = "\ndata:"
 
 // Read implements io.Reader.
 func (r *FirstTokenReader) Read(p []byte) (int, error) {
@@ -118,18 +135,41 @@ func (r *FirstTokenReader) Read(p []byte) (int, error) {
 	if n <= 0 {
 		return n, err
 	}
+	if r.OnLater != nil {
+		r.countStarts(p[:n])
+	}
 	switch {
 	case r.seen:
-		if r.OnLater != nil {
-			r.OnLater()
-		}
 	case r.f.Feed(p[:n]):
 		r.seen = true
+		r.reported = max(r.reported, r.f.count)
 		if r.OnFirstToken != nil {
 			r.OnFirstToken()
 		}
+		if r.starts <= r.reported {
+			return n, err
+		}
+	default:
+		return n, err
+	}
+	if r.OnLater != nil {
+		later := max(r.starts-r.reported, 0)
+		r.reported += later
+		r.OnLater(later)
 	}
 	return n, err
+}
+
+// countStarts adds the data lines that begin in b to r.starts.
+func (r *FirstTokenReader) countStarts(b []byte) {
+	if !r.begun {
+		r.begun, r.tail[0], r.tailLen = true, '\n', 1 // the body's first line
+	}
+	var buf [2*len(dataLine) - 2]byte
+	w := append(append(buf[:0], r.tail[:r.tailLen]...), b[:min(len(b), len(dataLine)-1)]...)
+	r.starts += bytes.Count(w, []byte(dataLine)) + bytes.Count(b, []byte(dataLine)) // no match lies within either short end alone
+	w = append(append(buf[:0], r.tail[:r.tailLen]...), b[max(len(b)-len(r.tail), 0):]...)
+	r.tailLen = copy(r.tail[:], w[max(len(w)-len(r.tail), 0):])
 }
 
 // Close implements io.Closer.

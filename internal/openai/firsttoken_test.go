@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -48,48 +49,58 @@ func TestFirstToken(t *testing.T) {
 }
 
 // An event split anywhere across reads is found once, in the read that
-// completes it, and the bytes pass through unchanged.
+// completes it, the events after it are counted once each (OnLater), with
+// LF or CRLF line ends, and the bytes pass through unchanged.
 func TestFirstTokenReaderSplits(t *testing.T) {
-	body := `data: {"choices":[{"delta":{"role":"assistant","content":""}}]}` + "\n\n" +
-		`data: {"choices":[{"delta":{"content":"Hello"}}]}` + "\n\n" + "data: [DONE]\n\n"
-	end := bytes.Index([]byte(body), []byte("Hello")) + len(`Hello"}}]}`) + 2
-	for size := 1; size <= len(body); size++ {
-		calls, at := 0, -1
-		read, later, after := 0, 0, 0 // OnLater calls; reads with bytes after the first token's
-		r := &FirstTokenReader{R: io.NopCloser(&chunked{b: []byte(body), n: size}), OnFirstToken: func() { calls++ },
-			OnLater: func() {
-				if calls == 0 {
-					t.Fatalf("size %d: OnLater before the first token", size)
+	lf := `data: {"choices":[{"delta":{"role":"assistant","content":""}}]}` + "\n\n" +
+		`data: {"choices":[{"delta":{"content":"Hello"}}]}` + "\n\n" +
+		`data: {"choices":[{"delta":{"content":" there"}}]}` + "\n\n" +
+		`data: {"choices":[{"delta":{"content":"!"}}]}` + "\n\n" + "data: [DONE]\n\n"
+	const laterEvents = 3
+	for _, body := range []string{lf, strings.ReplaceAll(lf, "\n", "\r\n")} {
+		end := strings.Index(body, "Hello") + len(`Hello"}}]}`) + 2
+		for size := 1; size <= len(body); size++ {
+			calls, at := 0, -1
+			read, later, events, after := 0, 0, 0, 0 // OnLater calls and events; reads with bytes after the first token's
+			r := &FirstTokenReader{R: io.NopCloser(&chunked{b: []byte(body), n: size}), OnFirstToken: func() { calls++ },
+				OnLater: func(n int) {
+					if calls == 0 {
+						t.Fatalf("size %d: OnLater before the first token", size)
+					}
+					later++
+					events += n
+				}}
+			var out bytes.Buffer
+			buf := make([]byte, 64)
+			for {
+				n, err := r.Read(buf)
+				read += n
+				if at >= 0 && n > 0 {
+					after++
 				}
-				later++
-			}}
-		var out bytes.Buffer
-		buf := make([]byte, 64)
-		for {
-			n, err := r.Read(buf)
-			read += n
-			if at >= 0 && n > 0 {
-				after++
+				if calls == 1 && at < 0 {
+					at = read
+				}
+				out.Write(buf[:n])
+				if err != nil {
+					break
+				}
 			}
-			if calls == 1 && at < 0 {
-				at = read
+			if calls != 1 {
+				t.Fatalf("size %d: OnFirstToken called %d times", size, calls)
 			}
-			out.Write(buf[:n])
-			if err != nil {
-				break
+			if at < end {
+				t.Fatalf("size %d: first token reported after %d bytes, before the event ended at %d", size, at, end)
 			}
-		}
-		if calls != 1 {
-			t.Fatalf("size %d: OnFirstToken called %d times", size, calls)
-		}
-		if at < end {
-			t.Fatalf("size %d: first token reported after %d bytes, before the event ended at %d", size, at, end)
-		}
-		if later != after || (size == 1 && later == 0) {
-			t.Fatalf("size %d: OnLater called %d times for %d reads after the first token's", size, later, after)
-		}
-		if out.String() != body {
-			t.Fatalf("size %d: bytes changed", size)
+			if later < after || later > after+1 || (size == 1 && later == 0) {
+				t.Fatalf("size %d: OnLater called %d times for %d reads after the first token's", size, later, after)
+			}
+			if events != laterEvents {
+				t.Fatalf("size %d (%q…): %d events counted after the first token, want %d", size, body[:8], events, laterEvents)
+			}
+			if out.String() != body {
+				t.Fatalf("size %d: bytes changed", size)
+			}
 		}
 	}
 }
@@ -121,6 +132,29 @@ func FuzzFirstToken(f *testing.F) {
 		}
 		if whole != split {
 			t.Fatalf("whole %v, byte by byte %v", whole, split)
+		}
+		// The reader counts the events after the first token alike
+		// however the body is split, and never more than its data lines.
+		count := func(size int) (first, events int) {
+			r := &FirstTokenReader{R: io.NopCloser(&chunked{b: b, n: size}), OnFirstToken: func() { first++ },
+				OnLater: func(n int) {
+					if n < 0 {
+						t.Fatalf("size %d: OnLater(%d)", size, n)
+					}
+					events += n
+				}}
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				t.Fatal(err)
+			}
+			return first, events
+		}
+		if len(b) == 0 {
+			return
+		}
+		f1, e1 := count(1)
+		fw, ew := count(len(b))
+		if f1 != fw || e1 != ew || e1 > bytes.Count(append([]byte("\n"), b...), []byte(dataLine)) {
+			t.Fatalf("byte by byte %d first tokens and %d later events, whole %d and %d", f1, e1, fw, ew)
 		}
 	})
 }
