@@ -30,14 +30,14 @@ import (
 // HotPrefixQueueWait, the prefix is hot: the request goes to the next best
 // candidate whose queue wait is shorter by HotPrefixQueueWait if that is at
 // most HotPrefixQueueWait slower, and the overlay then makes it a second
-// home for the prefix. A request that opens a
-// conversation (Request.Turn) goes so, too, to a candidate whose KV memory
-// is far emptier than the best's (roomier): its later turns will find their
-// context there; it may be slower by HotPrefixQueueWait times the share of
-// the model's conversations that have later turns (turnRate). With Config.ShedDelay set, a request is
-// moved off a replica whose work would delay its first token by more than
-// that, to the least delayed candidate, and refused (ErrOverloaded) when
-// even that one's would. With Config.SLO.TPOT set, a request whose prefill
+// home for the prefix. A request that opens a conversation (Request.Turn)
+// goes so, too, to a candidate whose KV memory is far emptier than the
+// best's (roomier): its later turns will find their context there; it may
+// be slower by HotPrefixQueueWait times the share of the model's
+// conversations that have later turns (turnRate). With Config.ShedDelay
+// set, a request is moved off a replica whose work would delay its first
+// token by more than that, to the least delayed candidate, and refused
+// (ErrOverloaded) when even that one's would. With Config.SLO.TPOT set, a request whose prefill
 // would push an answer this balancer streams on its choice past that
 // objective goes where it breaks the fewest (costPick.tpotGuard).
 type costModel struct {
