@@ -25,7 +25,7 @@ func (b *Balancer) recordDecision(rq *request, set *fleet.ModelSet, sc *scratch,
 	m := rq.model
 	rec := &decisionlog.Record{
 		Time: now, RequestID: rq.id, Model: m.cfg.Name, Policy: m.policy.Name(), Mode: rq.mode, Attempt: attempt,
-		PromptTokens: rq.tokens, PromptBlocks: len(rq.hashes), CachedTokens: d.CachedTokens,
+		PromptTokens: rq.tokens, PromptBlocks: len(rq.hashes), Turn: turnName[rq.turn], CachedTokens: d.CachedTokens,
 		Reason: string(d.Reason), SummaryFallback: d.SummaryFallback,
 		DecisionUS: float64(sc.took) / 1e3,
 		Candidates: candidateRecords(m.policy, set, sc.cands, sc.exclude, d, now),
@@ -36,6 +36,9 @@ func (b *Balancer) recordDecision(rq *request, set *fleet.ModelSet, sc *scratch,
 	rec.Score, rec.EstimatedTTFTMS = pickFigures(d)
 	b.decisions.Add(rec)
 }
+
+// turnName is a route.Turn as the decision log names it ("": unknown).
+var turnName = [...]string{route.TurnFirst: "first", route.TurnLater: "later"}
 
 // pickFigures returns the pick's score (nil where the policy does not score)
 // and cost_model's estimated TTFT in milliseconds (nil for other policies).

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -568,4 +569,31 @@ func getDecisions(t *testing.T, adminURL string) DecisionsResponse {
 		t.Fatalf("GET /debug/decisions: %d, %v", resp.StatusCode, err)
 	}
 	return dr
+}
+
+// TestDecisionRecordsTheTurn: the decision log names a chat request's turn
+// in its conversation, first or later, and none for a completions request.
+func TestDecisionRecordsTheTurn(t *testing.T) {
+	up := newUpstream(t, okHandler)
+	b, srv := newTestBalancer(t, testConfig(up.srv.URL))
+	admin := httptest.NewServer(b.AdminHandler())
+	t.Cleanup(admin.Close)
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"},{"role":"user","content":"and?"}]}`,
+		`{"model":"m","prompt":"hello"}`,
+	} {
+		path := "/v1/chat/completions"
+		if strings.Contains(body, `"prompt"`) {
+			path = "/v1/completions"
+		}
+		post(t, srv.URL+path, body)
+	}
+	var turns []string
+	for _, d := range getDecisions(t, admin.URL).Decisions {
+		turns = append(turns, d.Turn)
+	}
+	if want := []string{"first", "later", ""}; !slices.Equal(turns, want) {
+		t.Errorf("turns %q, want %q", turns, want)
+	}
 }

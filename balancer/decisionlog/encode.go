@@ -28,6 +28,10 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	b = appendInt(b, `,"attempt":`, r.Attempt)
 	b = appendInt(b, `,"prompt_tokens":`, r.PromptTokens)
 	b = appendInt(b, `,"prompt_blocks":`, r.PromptBlocks)
+	if r.Turn != "" {
+		b = append(b, `,"turn":`...)
+		b = jsonenc.AppendStringHTML(b, r.Turn)
+	}
 	b = appendInt(b, `,"predicted_cached_tokens":`, r.CachedTokens)
 	b = append(b, `,"winner":`...)
 	b = jsonenc.AppendStringHTML(b, r.Winner)

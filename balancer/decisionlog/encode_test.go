@@ -21,7 +21,7 @@ func FuzzAppendJSON(f *testing.F) {
 		}
 		r := Record{Seq: uint64(n) * 7, Time: time.Unix(int64(n), int64(n)*13).UTC(), RequestID: id, Model: replica,
 			Policy: state, Mode: id, Attempt: n, PromptTokens: n, PromptBlocks: -n, CachedTokens: n * 16,
-			Winner: replica, Reason: state, SummaryFallback: flag, DecisionUS: y,
+			Winner: replica, Reason: state, SummaryFallback: flag, DecisionUS: y, Turn: state,
 			Candidates: []Candidate{{ID: replica, State: state, Excluded: flag, InFlight: n, Pending: -n, PrefillTokens: tokens, StepTokens: tokens / 2}}}
 		if flag {
 			r.Score, r.EstimatedTTFTMS = &x, &y

@@ -23,6 +23,11 @@ type Record struct {
 	// full blocks (0: not tokenized).
 	PromptTokens int `json:"prompt_tokens"`
 	PromptBlocks int `json:"prompt_blocks"`
+	// Turn is where a chat request stands in its conversation: "first" (no
+	// assistant message) or "later" (absent: not a chat request, or not
+	// read). cost_model moves a first turn to a roomier replica only as far
+	// as the model's conversations have later turns (docs/routing.md).
+	Turn string `json:"turn,omitempty"`
 	// CachedTokens is the winner's predicted cached prompt tokens.
 	CachedTokens int `json:"predicted_cached_tokens"`
 	// Winner is the chosen replica ("" for a request the policy shed,
