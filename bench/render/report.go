@@ -309,6 +309,7 @@ func markdown(w io.Writer, groups []*Group, charts map[string]interface{ WritePN
 		}
 	}
 	replicasSection(&sb, groups)
+	picksSection(&sb, groups)
 	sb.WriteString("\n## Charts\n\n")
 	for _, name := range []string{ChartTTFTCDF, ChartHitRate, ChartP99VsLoad, ChartHitBalancers, ChartP99Replicas} {
 		if _, ok := charts[name]; ok {
