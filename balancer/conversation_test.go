@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,8 +59,7 @@ func TestNewConversationStartsWhereMemoryIsFree(t *testing.T) {
 	}
 	cfg.Gossip.Timings.LoadMaxAge = time.Hour // the reports stay fresh however slow the machine
 	b, srv := newTestBalancer(t, cfg)
-	admin := httptest.NewServer(b.AdminHandler())
-	t.Cleanup(admin.Close)
+	admin := newAdminServer(t, b)
 	index := map[string]int{"r0": 0, "r1": 1}
 
 	// The first conversation starts somewhere; its replica then fills up.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -52,8 +51,7 @@ func explainOf(t *testing.T, admin, body string) Explanation {
 func TestExplainSendsNothingAndChangesNothing(t *testing.T) {
 	ups := []*upstream{newUpstream(t, okHandler), newUpstream(t, okHandler)}
 	b, srv := newTestBalancer(t, testConfig(ups[0].srv.URL, ups[1].srv.URL))
-	admin := httptest.NewServer(b.AdminHandler())
-	t.Cleanup(admin.Close)
+	admin := newAdminServer(t, b)
 
 	ex := explainOf(t, admin.URL, longChat)
 	if ex.Route != "chat" || ex.Model != "m" || ex.Policy != "cost_model" {
@@ -103,8 +101,7 @@ func TestExplainSendsNothingAndChangesNothing(t *testing.T) {
 func TestExplainErrors(t *testing.T) {
 	up := newUpstream(t, okHandler)
 	b, _ := newTestBalancer(t, testConfig(up.srv.URL))
-	admin := httptest.NewServer(b.AdminHandler())
-	t.Cleanup(admin.Close)
+	admin := newAdminServer(t, b)
 	for _, tc := range []struct {
 		name, query, body string
 		want              int
@@ -144,8 +141,7 @@ func TestExplainErrors(t *testing.T) {
 func TestDecisionsEndpoint(t *testing.T) {
 	ups := []*upstream{newUpstream(t, okHandler), newUpstream(t, okHandler)}
 	b, srv := newTestBalancer(t, testConfig(ups[0].srv.URL, ups[1].srv.URL))
-	admin := httptest.NewServer(b.AdminHandler())
-	t.Cleanup(admin.Close)
+	admin := newAdminServer(t, b)
 	var ids []string
 	for range 3 {
 		resp, _ := post(t, srv.URL+"/v1/chat/completions", longChat)

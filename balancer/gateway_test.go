@@ -246,8 +246,7 @@ func TestAdminIntrospectionAndReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := httptest.NewServer(b.AdminHandler())
-	defer admin.Close()
+	admin := newAdminServer(t, b)
 	_, body := send(t, "GET", admin.URL+"/v1/config", "")
 	for _, secret := range []string{"sk-a", sha256Hex("sk-b"), "adm\"", "provider-secret", "pw-secret", "redis-secret"} {
 		if strings.Contains(body, secret) {

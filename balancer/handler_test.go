@@ -8,7 +8,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
@@ -507,8 +506,7 @@ func TestServerTimingCarriesTheEstimate(t *testing.T) {
 	}
 	reason := regexp.MustCompile(`(?:^|, )` + TimingRoute + `;dur=[0-9.]+;desc=([a-z_]+)(?:,|$)`).FindStringSubmatch(timing)
 
-	admin := httptest.NewServer(b.AdminHandler())
-	t.Cleanup(admin.Close)
+	admin := newAdminServer(t, b)
 	dr := getDecisions(t, admin.URL)
 	if len(dr.Decisions) != 1 || dr.Decisions[0].RequestID != resp.Header.Get(HeaderRequestID) {
 		t.Fatalf("decisions %+v, want the one request's", dr.Decisions)
@@ -576,8 +574,7 @@ func getDecisions(t *testing.T, adminURL string) DecisionsResponse {
 func TestDecisionRecordsTheTurn(t *testing.T) {
 	up := newUpstream(t, okHandler)
 	b, srv := newTestBalancer(t, testConfig(up.srv.URL))
-	admin := httptest.NewServer(b.AdminHandler())
-	t.Cleanup(admin.Close)
+	admin := newAdminServer(t, b)
 	for _, body := range []string{
 		`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`,
 		`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"},{"role":"user","content":"and?"}]}`,

@@ -42,6 +42,15 @@ func newTestBalancer(t *testing.T, cfg Config) (*Balancer, *httptest.Server) {
 	return b, srv
 }
 
+// newAdminServer returns a test server for b's admin handler, closed when
+// the test ends.
+func newAdminServer(t *testing.T, b *Balancer) *httptest.Server {
+	t.Helper()
+	admin := httptest.NewServer(b.AdminHandler())
+	t.Cleanup(admin.Close)
+	return admin
+}
+
 // upstream is a fake engine: it records requests and answers with handle.
 type upstream struct {
 	srv    *httptest.Server

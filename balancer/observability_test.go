@@ -3,7 +3,6 @@ package balancer
 import (
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -181,8 +180,7 @@ func TestProfilingOnTheAdminPort(t *testing.T) {
 			}
 			cfg.Observability.Profiling = tc.profiling
 			b, client := newTestBalancer(t, cfg)
-			admin := httptest.NewServer(b.AdminHandler())
-			defer admin.Close()
+			admin := newAdminServer(t, b)
 			resp, body := send(t, "GET", admin.URL+"/debug/pprof/goroutine?debug=1", "", tc.header...)
 			if resp.StatusCode != tc.want {
 				t.Fatalf("GET /debug/pprof/goroutine: %d %.200s, want %d", resp.StatusCode, body, tc.want)
@@ -209,8 +207,7 @@ func TestProfilingFollowsAReloadedGate(t *testing.T) {
 	cfg := testConfig(up.srv.URL)
 	cfg.Observability.Profiling = true
 	b, _ := newTestBalancer(t, cfg)
-	admin := httptest.NewServer(b.AdminHandler())
-	defer admin.Close()
+	admin := newAdminServer(t, b)
 	path := admin.URL + "/debug/pprof/cmdline"
 	if resp, body := send(t, "GET", path, ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("before the reload: %d %.200s", resp.StatusCode, body)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,8 +73,7 @@ func TestShedDelay(t *testing.T) {
 
 	// Explain shows the refusal and why: no pick, every candidate's
 	// estimate past shed_delay.
-	admin := httptest.NewServer(b.AdminHandler())
-	defer admin.Close()
+	admin := newAdminServer(t, b)
 	ex := explainOf(t, admin.URL, chatBody)
 	if ex.Pick != "" || ex.Reason != string(route.ReasonShed) || len(ex.Candidates) != 2 {
 		t.Errorf("explain on the loaded fleet: pick %q reason %q, %d candidates; want no pick, reason shed, both", ex.Pick, ex.Reason, len(ex.Candidates))

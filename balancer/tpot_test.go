@@ -75,8 +75,7 @@ func testTPOTGuard(t *testing.T, guarded, late bool) {
 		cfg.Models[0].Routing.Cost.LinearTokPerSec = 4700
 	}
 	b, srv := newTestBalancer(t, cfg)
-	admin := httptest.NewServer(b.AdminHandler())
-	t.Cleanup(admin.Close)
+	admin := newAdminServer(t, b)
 	// However the test ends, the held streams end before the upstreams
 	// close (registered after them, this runs before).
 	t.Cleanup(func() {
