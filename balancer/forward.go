@@ -343,8 +343,8 @@ func (b *Balancer) attempts(w http.ResponseWriter, r *http.Request, rq *request,
 // (fleet.Replica.TryAcquire); rep is candidate pick of decision d.
 func (b *Balancer) try(w http.ResponseWriter, r *http.Request, rq *request, rep *fleet.Replica, ticket route.Ticket, d route.Decision, pick int, deadline time.Time) (done bool, retry string, resp *http.Response, err error) {
 	ls := &lease{rep: rep, uncached: d.UncachedTokens, output: rq.outputReserve(), ticket: ticket}
-	if rq.stream && rq.model.cfg.Routing.SLO.TPOT > 0 {
-		ls.answer = rep.Counters.Follow(rq.maxTokens)
+	if rq.stream {
+		ls.answer = rep.Counters.Follow(rq.maxTokens, ls.output)
 	}
 	if !rq.stream {
 		// Its first token is invisible: the prefill is taken to end at the

@@ -161,7 +161,7 @@ func BenchmarkTPOTGuard(b *testing.B) {
 				cs := benchFleet(n)
 				for i := range cs {
 					for range answers {
-						cs[i].Own.Follow(3).Token(t0)
+						cs[i].Own.Follow(3, 0).Token(t0)
 					}
 				}
 				benchPicks(b, p, req(hs), cs)

@@ -1,7 +1,9 @@
 package route
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -178,22 +180,36 @@ func roomier(occ, than float64) bool {
 // replica it is short of (room, for the work w there): 0 when it fits or
 // nothing is known, +Inf when no estimate can be made (no fresh report, or
 // nothing in flight whose end would free memory), which makes the bound
-// skip the replica while another has room.
+// skip the replica while another has room. ends are this balancer's
+// followed answers there and ran the share of its answers that ran to
+// their max_tokens (Counters.appendEnds); s holds scratch space.
 //
 // The engine frees memory as its requests finish. With n requests in
-// flight and R̄ the mean output each may still write (w.OutputReserve / n),
-// requests end at about n/R̄ a step (as they end others arrive, so n stays
-// about the same), each freeing its share of the blocks in use (used/n)
-// and of the reserve (R̄). The shortfall needs k = ⌈deficit / (used/n + R̄)⌉
-// of them to end: k·R̄/n steps, each the length of a step of the decodes
-// alone (what is queued there waits for the same memory). A few long requests holding the memory make
-// a long wait (one of 4 requests writing 256 more ends every 64 steps),
-// many short ones a short wait (one of 62 writing 64 more ends every step).
-// k = n is R̄ steps, all in flight ending; a larger shortfall (prefills
-// queued there need the memory first) waits as many more steps as the same
-// rate takes to free it, for the requests admitted as the first ones end
-// free theirs in turn. (It was +Inf beyond n: under overload every replica
-// passed that point, and the ones that did were charged no wait at all.)
+// flight, each frees its share of the blocks in use (used/n) and of the
+// reserve for the output (what the shortfall counts it may still write)
+// when it ends, and is taken to end at a uniformly spread moment of the
+// steps that reserve takes to write (releaseSteps). Without a followed
+// answer every reserve is R̄ = w.OutputReserve / n: requests end at about
+// n/R̄ a step, and the shortfall
+// needs k = ⌈deficit / (used/n + R̄)⌉ of them to end: k·R̄/n steps, each the
+// length of a step of the decodes alone (what is queued there waits for
+// the same memory). A few long requests holding the memory make a long wait
+// (one of 4 requests writing 256 more ends every 64 steps), many short
+// ones a short wait (one of 62 writing 64 more ends every step). k = n is
+// R̄ steps, all in flight ending; a larger shortfall (prefills queued there
+// need the memory first) waits as many more steps as the same rate takes
+// to free it, for the requests admitted as the first ones end free theirs
+// in turn. (It was +Inf beyond n: under overload every replica passed that
+// point, and the ones that did were charged no wait at all.) A followed
+// answer ends by what its max_tokens leaves for certain, and at it as
+// often as answers run to their bound: a replica whose answers are near
+// their ends frees its memory sooner than one whose answers have just
+// begun, which the mean alone does not show (W2 at round robin's capacity:
+// docs/routing-findings.md). Its reserve stays whole in the shortfall, as
+// the bound counts it: taking what an answer has written off its reserve
+// let a replica near full look as if it fitted (the Mooncake trace at round
+// robin's capacity: one request waited 1.1 s for memory where none was
+// estimated).
 //
 // The request's own prefill is not charged again for a preemption. vLLM
 // V1 preempts the newest running sequence when a decode needs a block and
@@ -216,7 +232,7 @@ func roomier(occ, than float64) bool {
 // 64-token answers, every replica near full) sent runs of up to 26
 // requests to the one with room, a queue of prefills far longer than the
 // wait for a full replica to free a request's blocks (docs/routing-findings.md).
-func (p *costModel) kvWait(room kvRoom, w Work) float64 {
+func (p *costModel) kvWait(room kvRoom, w Work, ends []answerEnd, ran float64, s *Scratch) float64 {
 	if room.state != kvShort {
 		return 0
 	}
@@ -224,11 +240,88 @@ func (p *costModel) kvWait(room kvRoom, w Work) float64 {
 	if room.used <= 0 || n <= 0 || w.OutputReserve <= 0 {
 		return math.Inf(1)
 	}
-	rbar := float64(w.OutputReserve) / float64(n)
-	k := math.Ceil(room.deficit / (room.used/float64(n) + rbar))
-	steps := k * rbar / float64(n)
+	steps, buf := releaseSteps(room.deficit, room.used/float64(n), n, float64(w.OutputReserve), ends, ran, s.memEnds)
+	s.memEnds = buf
 	decodes := w.Decodes()
 	return steps * p.est.step(float64(decodes), decodes)
+}
+
+// memEnd is a moment at which a replica's memory frees faster or slower
+// (releaseSteps): at step at, the rate changes by rate and jump tokens free
+// at once.
+type memEnd struct{ at, rate, jump float64 }
+
+// releaseSteps returns the engine steps until the n requests in flight on a
+// replica have freed deficit tokens of KV memory, rounded up to whole
+// requests of the mean size. Each request frees its share of the blocks in
+// use (used) and the output reserve the deficit counts for it (R_i) when it
+// ends. A request whose progress is not seen ends at a uniformly spread
+// moment of the R_i steps its reserve takes to write, R_i the mean of the
+// reserve not held by the followed answers (ends). A followed answer ends
+// by its bound b_i (what its max_tokens leaves) for certain: with the share
+// ran of answers that run to their bound, at it; otherwise at a uniformly
+// spread moment of R_i steps, or at b_i if that comes first. Memory thus
+// frees at a rate that falls as requests end, with a jump at each bound;
+// past the end of all in flight it goes on freeing at the mean rate,
+// n(used+R̄)/R̄ a step with R̄ = reserve/n, as the requests admitted
+// meanwhile end. With no answer followed it is k·R̄/n steps for
+// k = ⌈deficit/(used+R̄)⌉ (costModel.kvWait). buf is scratch space for the
+// moments; it returns it, grown.
+func releaseSteps(deficit, used float64, n int, reserve float64, ends []answerEnd, ran float64, buf []memEnd) (float64, []memEnd) {
+	rbar := reserve / float64(n)
+	need := math.Ceil(deficit/(used+rbar)) * (used + rbar)
+	// freed is the memory freed by step s, rate how fast it frees then,
+	// and total what all in flight free.
+	freed, rate, total := 0.0, 0.0, 0.0
+	buf = buf[:0]
+	followed := 0.0
+	for _, e := range ends {
+		size := used + e.reserve
+		total += size
+		followed += e.reserve
+		switch {
+		case e.bound <= 0:
+			freed += size
+		case e.reserve <= 0:
+			buf = append(buf, memEnd{at: e.bound, jump: size})
+		default:
+			r := (1 - ran) * size / e.reserve
+			rate += r
+			if e.reserve < e.bound {
+				buf = append(buf, memEnd{at: e.reserve, rate: -r}, memEnd{at: e.bound, jump: ran * size})
+			} else {
+				buf = append(buf, memEnd{at: e.bound, rate: -r, jump: size - r*e.bound})
+			}
+		}
+	}
+	if others := float64(n - len(ends)); others > 0 {
+		rest := max(reserve-followed, 0) / others
+		size := others * (used + rest)
+		total += size
+		if rest <= 0 {
+			freed += size
+		} else {
+			rate += size / rest
+			buf = append(buf, memEnd{at: rest, rate: -size / rest})
+		}
+	}
+	if freed >= need {
+		return 0, buf
+	}
+	slices.SortFunc(buf, func(a, b memEnd) int { return cmp.Compare(a.at, b.at) })
+	s := 0.0
+	for _, e := range buf {
+		if rate > 0 && freed+rate*(e.at-s) >= need {
+			return s + (need-freed)/rate, buf
+		}
+		freed += rate*(e.at-s) + e.jump
+		s = e.at
+		rate = max(rate+e.rate, 0)
+		if freed >= need {
+			return s, buf
+		}
+	}
+	return s + (need-freed)*max(rbar, 1)/total, buf
 }
 
 // estimate returns the estimated TTFT of eligible candidate k: its score

@@ -192,7 +192,7 @@ func TestKVWait(t *testing.T) {
 		{"no report", kvRoom{state: kvShort, deficit: 100}, w, -1},
 		{"nothing in flight", kvRoom{state: kvShort, deficit: 100, used: 10000}, Work{}, -1},
 	} {
-		got := p.kvWait(tc.room, tc.w)
+		got := p.kvWait(tc.room, tc.w, nil, 0, NewScratch(0))
 		want := tc.steps * step
 		if tc.steps < 0 {
 			want = math.Inf(1)
@@ -370,5 +370,85 @@ func TestCostModelMovesNewConversationsOnlyWhereTheyGoOn(t *testing.T) {
 	count(TurnLater, 30, false)
 	if !moves() {
 		t.Error("after 30 first and 30 later turns: want the first turn moved again")
+	}
+}
+
+// releaseSteps: each request in flight frees its share of the memory in use
+// and its output reserve when it ends: spread over the steps its reserve
+// takes to write where its progress is not seen (the mean's k·R̄/n), by a
+// followed answer's bound for certain, and at it as often as answers run to
+// their bound (ran).
+func TestReleaseSteps(t *testing.T) {
+	repeat := func(bound float64, n int) []answerEnd {
+		out := make([]answerEnd, n)
+		for i := range out {
+			out[i] = answerEnd{bound: bound, reserve: 64}
+		}
+		return out
+	}
+	half := append(repeat(64, 20), repeat(4, 20)...)
+	for _, tc := range []struct {
+		name    string
+		deficit float64
+		used    float64 // each request's share of the memory in use
+		n       int
+		reserve float64
+		ends    []answerEnd
+		ran     float64
+		want    float64
+	}{
+		{"none followed", 10*1064 - 1, 1000, 40, 40 * 64, nil, 0, 10 * 64.0 / 40},
+		{"all followed, just begun", 10*1064 - 1, 1000, 40, 40 * 64, repeat(64, 40), 0, 10 * 64.0 / 40},
+		{"half near their bounds", 10*1064 - 1, 1000, 40, 40 * 64, half, 0, 4},
+		{"more than those near their bounds", 25 * 1064, 1000, 40, 40 * 64, half, 0, 4 + (25*1064 - 22610) / (20 * 1064 / 64.0)},
+		{"more than those near their bounds, all running to them", 25 * 1064, 1000, 40, 40 * 64, half, 1, 64},
+		{"some followed, running to their bounds", 1, 1000, 40, 40 * 64, repeat(4, 10), 1, 1064 / (30 * 1064 / 64.0)},
+		{"bound past the reserve, running to it", 100, 1000, 1, 256, []answerEnd{{1000, 256}}, 1, 1000},
+		{"bound past the reserve, ending early", 100, 1000, 1, 256, []answerEnd{{1000, 256}}, 0, 256},
+		{"ended answers free at once", 2300, 1000, 4, 4 * 128,
+			[]answerEnd{{128, 128}, {0, 128}, {128, 128}, {0, 128}}, 0, (3*1128 - 2*1128) / (2 * 1128 / 128.0)},
+		{"more than all", 3000, 1000, 2, 20, []answerEnd{{10, 10}, {10, 10}}, 0, 3 * 10.0 / 2},
+		{"freed at once", 100, 1000, 3, 30, []answerEnd{{0, 10}, {10, 10}, {0, 10}}, 0, 0},
+	} {
+		got, _ := releaseSteps(tc.deficit, tc.used, tc.n, tc.reserve, tc.ends, tc.ran, nil)
+		if math.Abs(got-tc.want) > 1e-9*max(tc.want, 1) {
+			t.Errorf("%s: releaseSteps = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A replica whose answers are near their max_tokens frees its memory sooner
+// than one whose answers have just begun, where answers run to their bound
+// (as benchmarks' do, and clients' that bound their answers tightly): with
+// both full and as many requests in flight, the request goes to the first,
+// charged a fraction of the other's wait. The answers' progress reaches the
+// estimate through when each frees its memory (Counters.appendEnds,
+// releaseSteps); the shortfall counts every reserve whole, so both replicas
+// are short by as much. Without it the two looked the same (W2 at round
+// robin's capacity: the replica that freed the least in the next half
+// second took the slowest requests, docs/routing-findings.md).
+func TestCostModelCountsAnswersNearTheirEnds(t *testing.T) {
+	cs := cands(2)
+	withCapacity(cs, 4096)
+	for i, written := range []int{120, 8} {
+		c := cs[i].Own
+		cs[i].Load.KVUsage = 0.999
+		for range 30 { // answers that ran to their bound, and ended
+			a := c.Follow(128, 128)
+			a.Tokens(t0, 128)
+			c.Unfollow(a)
+		}
+		for range 40 {
+			c.InFlight.Add(1)
+			c.OutputReserve.Add(128)
+			c.Follow(128, 128).Tokens(t0, written)
+		}
+	}
+	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.SpreadMargin = 0 })
+	r := req(prompt(7400, 7400, 0, 64))
+	r.OutputTokens = 128
+	got, d := mustPick(t, p, r, cs)
+	if got != 0 || d.MemoryWaits[0] <= 0 || 4*d.MemoryWaits[0] >= d.MemoryWaits[1] {
+		t.Errorf("picked %d, memory waits %v: want 0, the replica whose answers are near their ends, with a wait under a quarter of the other's", got, d.MemoryWaits)
 	}
 }

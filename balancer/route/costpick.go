@@ -54,7 +54,12 @@ func (c *costPick) score(req *Request, now time.Time) {
 		cached := int(s.cached[i])
 		kv := p.kvFit(cand, w, now, prompt-cached, req.OutputTokens, bs)
 		scale := cand.ttftScale(c.mean)
-		kvWait := p.kvWait(kv, w) * scale
+		ran := 0.0
+		s.ends = s.ends[:0]
+		if kv.state == kvShort && cand.Own != nil {
+			s.ends, ran = cand.Own.appendEnds(s.ends)
+		}
+		kvWait := p.kvWait(kv, w, s.ends, ran, s) * scale
 		switch kv.state {
 		case kvFits:
 			c.fits++

@@ -18,7 +18,7 @@ func TestCostModelTPOTGuard(t *testing.T) {
 		cs[1].Load.Exact, cs[1].Load.InFlight, cs[1].Load.Pending, cs[1].Load.PrefillTokens = true, 1, 1, 16000
 		c := cs[0].Own
 		c.InFlight.Add(1)
-		a := c.Follow(answerTokens)
+		a := c.Follow(answerTokens, 0)
 		for i := range seen {
 			a.Token(t0.Add(-firstAgo + time.Duration(i)*time.Millisecond))
 		}
@@ -75,7 +75,7 @@ func TestCostModelTPOTGuard(t *testing.T) {
 		// Replica 1's answer has two gaps left and the 16,000 tokens queued
 		// there take two steps: it ends before the prompt's prefill starts.
 		cs, _ := setup(3, 1, 10*time.Millisecond)
-		b := cs[1].Own.Follow(3)
+		b := cs[1].Own.Follow(3, 0)
 		b.Token(t0.Add(-10 * time.Millisecond))
 		if got, d := mustPick(t, policy(guard), req(long), cs); got != 1 || d.Reason != ReasonTPOTGuard {
 			t.Errorf("pick %d (%s), want replica 1, where the queue ahead outlasts the answer", got, d.Reason)
@@ -94,7 +94,7 @@ func TestCostModelTPOTGuard(t *testing.T) {
 		// prefilling, so its gaps come after the queue there): the lower
 		// estimate stands.
 		cs, _ := setup(3, 1, 10*time.Millisecond)
-		cs[1].Own.Follow(3)
+		cs[1].Own.Follow(3, 0)
 		if got, d := mustPick(t, policy(guard), req(long), cs); got != 0 || d.Reason == ReasonTPOTGuard {
 			t.Errorf("pick %d (%s), want replica 0 by its estimate", got, d.Reason)
 		}
@@ -108,7 +108,7 @@ func TestCostModelTPOTGuard(t *testing.T) {
 func TestTPOTGuardKeepsTheTurnAmongEquals(t *testing.T) {
 	cs := cands(2)
 	for i := range cs {
-		cs[i].Own.Follow(3) // an answer still prefilling on each
+		cs[i].Own.Follow(3, 0) // an answer still prefilling on each
 		cs[i].Own.InFlight.Add(1)
 		cs[i].Own.Pending.Add(1)
 	}
@@ -130,13 +130,13 @@ func TestTPOTGuardKeepsTheTurnAmongEquals(t *testing.T) {
 // TestFollowAnswers: what Follow, Token, Tokens and Unfollow leave for the guard.
 func TestFollowAnswers(t *testing.T) {
 	var c Counters
-	if a := c.Follow(1); a != nil {
+	if a := c.Follow(1, 0); a != nil {
 		t.Fatalf("Follow(1) = %v, want nil: a one-token answer has no gap", a)
 	}
 	var none *Answer
 	none.Token(t0) // not followed: ignored
 	c.Unfollow(nil)
-	a, b := c.Follow(3), c.Follow(40)
+	a, b := c.Follow(3, 0), c.Follow(40, 0)
 	a.Token(t0)
 	a.Token(t0.Add(time.Millisecond))
 	b.Tokens(t0, 0) // no event: still prefilling
@@ -166,5 +166,36 @@ func TestFollowAnswers(t *testing.T) {
 	c.eachAnswer(func(answerState) { n++ })
 	if n != 0 {
 		t.Fatalf("%d answers after both ended, want 0", n)
+	}
+}
+
+// A followed answer ends within what its max_tokens leaves, never less
+// than nothing; an answer counting no reserve is not one the memory model
+// reads. Ended answers count as running to their bound or not, after their
+// first token only.
+func TestAnswerEnds(t *testing.T) {
+	var c Counters
+	a := c.Follow(100, 80) // a reserve of min(max_tokens 100, E 80)
+	c.Follow(50, 0)
+	for _, st := range []struct{ events, bound int64 }{{0, 100}, {1, 99}, {30, 70}, {99, 1}, {110, 0}} {
+		a.Tokens(t0, int(st.events-a.tokens.Load()))
+		want := answerEnd{bound: float64(st.bound), reserve: 80}
+		if got, ran := c.appendEnds(nil); len(got) != 1 || got[0] != want || ran != 0.5 {
+			t.Errorf("after %d events: appendEnds %v, %v; want [%v], 0.5 (none ended)", st.events, got, ran, want)
+		}
+	}
+	c.Unfollow(a) // ran to its bound
+	early := c.Follow(50, 50)
+	early.Tokens(t0, 20)
+	c.Unfollow(early)
+	c.Unfollow(c.Follow(50, 50)) // never began
+	if got, ran := c.appendEnds(nil); len(got) != 0 || ran != 0.5 {
+		t.Errorf("after the ends: appendEnds %v, %v; want none, (1+1)/(2+2)", got, ran)
+	}
+	a = c.Follow(100, 80)
+	a.Tokens(t0, 100)
+	c.Unfollow(a)
+	if _, ran := c.appendEnds(nil); ran != 3.0/5 {
+		t.Errorf("two of three ran to their bound: share %v, want (2+1)/(3+2)", ran)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // turnRate's share of conversations that go on: 1 before any turn, later
 // turns per first turn at most 1, unknown turns not counted, and the
-// latest turnWindow or so weighing alike when the counts are halved, also
+// latest tallyWindow or so weighing alike when the counts are halved, also
 // when many goroutines count at once.
 func TestTurnRate(t *testing.T) {
 	var r turnRate
@@ -35,15 +35,14 @@ func TestTurnRate(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	n := r.n.Load()
-	first, later := n>>32, n&(1<<32-1)
-	if first+later >= turnWindow || first+later < turnWindow/2-2 {
-		t.Errorf("counts %d and %d after 12,009 turns: want about the last %d", first, later, turnWindow)
+	first, later := r.t.counts()
+	if first+later >= tallyWindow || first+later < tallyWindow/2-2 {
+		t.Errorf("counts %v and %v after 12,009 turns: want about the last %d", first, later, tallyWindow)
 	}
 	if got := r.continued(); math.Abs(got-1.0/3) > 0.05 {
 		t.Errorf("one later turn to three first: %v, want about 1/3", got)
 	}
-	for range 2 * turnWindow {
+	for range 2 * tallyWindow {
 		r.see(TurnLater)
 	}
 	if got := r.continued(); got != 1 {
