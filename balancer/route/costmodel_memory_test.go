@@ -400,7 +400,7 @@ func TestReleaseSteps(t *testing.T) {
 		{"none followed", 10*1064 - 1, 1000, 40, 40 * 64, nil, 0, 10 * 64.0 / 40},
 		{"all followed, just begun", 10*1064 - 1, 1000, 40, 40 * 64, repeat(64, 40), 0, 10 * 64.0 / 40},
 		{"half near their bounds", 10*1064 - 1, 1000, 40, 40 * 64, half, 0, 4},
-		{"more than those near their bounds", 25 * 1064, 1000, 40, 40 * 64, half, 0, 4 + (25*1064 - 22610) / (20 * 1064 / 64.0)},
+		{"more than those near their bounds", 25 * 1064, 1000, 40, 40 * 64, half, 0, 4 + (25*1064-22610)/(20*1064/64.0)},
 		{"more than those near their bounds, all running to them", 25 * 1064, 1000, 40, 40 * 64, half, 1, 64},
 		{"some followed, running to their bounds", 1, 1000, 40, 40 * 64, repeat(4, 10), 1, 1064 / (30 * 1064 / 64.0)},
 		{"bound past the reserve, running to it", 100, 1000, 1, 256, []answerEnd{{1000, 256}}, 1, 1000},
