@@ -96,3 +96,16 @@ func post(t *testing.T, url, body string) (*http.Response, string) {
 }
 
 const chatBody = `{"model":"m","messages":[{"role":"user","content":"hello there, a prompt long enough to fill a few blocks of sixteen tokens each for hashing"}],"max_tokens":3}`
+
+// startStream answers an event stream's headers at once and returns a
+// function that writes one token-bearing event of it.
+func startStream(w http.ResponseWriter) (token func()) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl := w.(http.Flusher)
+	fl.Flush()
+	return func() {
+		_, _ = io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"x"}}]}`+"\n\n")
+		fl.Flush()
+	}
+}

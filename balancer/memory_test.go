@@ -37,19 +37,12 @@ func TestMemoryWaitCountsAnswersNearTheirEnds(t *testing.T) {
 			body, _ := io.ReadAll(r.Body)
 			u := math.Float64frombits(usage.Load())
 			w.Header().Set(load.Header, load.EncodeHeader(load.Report{KVUsage: u}, load.Share{}))
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			fl := w.(http.Flusher)
-			fl.Flush()
-			token := func() {
-				_, _ = io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"x"}}]}`+"\n\n")
-				fl.Flush()
-			}
+			token := startStream(w)
 			if !strings.Contains(string(body), `"max_tokens":1,`) {
 				// A first byte that bears no token: the answer's headers
 				// reach the client, its prefill goes on.
 				_, _ = io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`+"\n\n")
-				fl.Flush()
+				w.(http.Flusher).Flush()
 				<-start
 				mu.Lock()
 				n := written[name]

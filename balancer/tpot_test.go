@@ -35,14 +35,7 @@ func testTPOTGuard(t *testing.T, guarded, late bool) {
 	// holds the other two, anything else answers at once.
 	release, answerDone := make(chan struct{}), make(chan struct{})
 	stream := func(w http.ResponseWriter, r *http.Request, body []byte) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		fl := w.(http.Flusher)
-		fl.Flush()
-		token := func() {
-			_, _ = io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"x"}}]}`+"\n\n")
-			fl.Flush()
-		}
+		token := startStream(w)
 		switch {
 		case strings.Contains(string(body), "first-long"):
 			<-release
