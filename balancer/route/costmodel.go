@@ -257,10 +257,11 @@ type memEnd struct{ at, rate, jump float64 }
 // use (used) and the output reserve the deficit counts for it (R_i) when it
 // ends. A request whose progress is not seen ends at a uniformly spread
 // moment of the R_i steps its reserve takes to write, R_i the mean of the
-// reserve not held by the followed answers (ends). A followed answer ends
-// by its bound b_i (what its max_tokens leaves) for certain: with the share
-// ran of answers that run to their bound, at it; otherwise at a uniformly
-// spread moment of R_i steps, or at b_i if that comes first. Memory thus
+// reserve not held by the followed answers (ends, each with a reserve). A
+// followed answer ends by its bound b_i (what its max_tokens leaves) for
+// certain: with the share ran of answers that run to their bound, at it;
+// otherwise at a uniformly spread moment of its R_i steps, or at b_i if that
+// comes first. Memory thus
 // frees at a rate that falls as requests end, with a jump at each bound;
 // past the end of all in flight it goes on freeing at the mean rate,
 // n(used+R̄)/R̄ a step with R̄ = reserve/n, as the requests admitted
@@ -282,9 +283,7 @@ func releaseSteps(deficit, used float64, n int, reserve float64, ends []answerEn
 		switch {
 		case e.bound <= 0:
 			freed += size
-		case e.reserve <= 0:
-			buf = append(buf, memEnd{at: e.bound, jump: size})
-		default:
+		default: // e.reserve > 0: appendEnds leaves out answers without one
 			r := (1 - ran) * size / e.reserve
 			rate += r
 			if e.reserve < e.bound {
