@@ -81,7 +81,7 @@ type CompareConfig struct {
 	Bench Config
 	// Workload is the base workload.
 	Workload WorkloadConfig
-	// OutDir receives one JSON result per run.
+	// OutDir receives one result per run, NAME-repN.json.gz (gzip JSON).
 	OutDir string
 	// DryRun asks for the plan only (WritePlan); Compare refuses it.
 	DryRun bool
@@ -131,8 +131,7 @@ func Compare(ctx context.Context, cc CompareConfig, log *slog.Logger) ([]*Result
 			return
 		}
 		res.Capacity = capacity
-		path := filepath.Join(cc.OutDir, fmt.Sprintf("%s-rep%d.json", fileName(p.label), rep))
-		if err := res.WriteFile(path); err != nil {
+		if err := writeRun(cc.OutDir, fmt.Sprintf("%s-rep%d", fileName(p.label), rep), res); err != nil {
 			errs = append(errs, err)
 		}
 		results = append(results, res)
@@ -330,6 +329,20 @@ func sweepPlans(cc CompareConfig, peer string) []plan {
 
 func fileName(label string) string {
 	return strings.NewReplacer("@", "_at_", "/", "_", " ", "_").Replace(label)
+}
+
+// writeRun writes the run res into dir as name.json.gz (gzip: a part's
+// results are rewritten whenever it is rerun, and plain JSON made them
+// large) and removes a plain name.json of an earlier run, which the report
+// would otherwise refuse as the same run twice.
+func writeRun(dir, name string, res *Result) error {
+	if err := res.WriteFile(filepath.Join(dir, name+GzipSuffix)); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, name+".json")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the earlier plain result: %w", err)
+	}
+	return nil
 }
 
 // compareOne starts a cold fleet, runs the workload once and stops the fleet.

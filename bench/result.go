@@ -1,14 +1,19 @@
 package bench
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
 )
 
 // Result is one run: its configuration, workload, records and summary. It is
-// written as JSON (records included) and read back by report and compare.
+// written as JSON (records included; gzip-compressed as bench compare writes
+// it) and read back by report and compare.
 type Result struct {
 	Config   Config         `json:"config"`
 	Workload WorkloadConfig `json:"workload"`
@@ -41,23 +46,71 @@ type Result struct {
 // (empty for a result read from JSON).
 func (r *Result) Prompts() []Prompt { return r.prompts }
 
-// WriteFile writes r as JSON (compact: results hold every request).
+// GzipSuffix ends the name of a gzip-compressed result file: WriteFile
+// compresses a path that ends in it, and bench compare writes its runs so.
+const GzipSuffix = ".json.gz"
+
+// WriteFile writes r as JSON (compact: results hold every request),
+// gzip-compressed at the best compression when path ends in GzipSuffix
+// (".json.gz"). The gzip header holds no name or time, so the same result
+// gives the same bytes.
 func (r *Result) WriteFile(path string) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	b = append(b, '\n')
+	if strings.HasSuffix(path, GzipSuffix) {
+		if b, err = gzipBytes(b); err != nil {
+			return fmt.Errorf("compress result %s: %w", path, err)
+		}
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("write result: %w", err)
 	}
 	return nil
 }
 
-// ReadResult reads a result written by WriteFile.
+func gzipBytes(b []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(b); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// IsGzip reports whether b starts with gzip's magic bytes (0x1f 0x8b).
+func IsGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
+
+// ReadResult reads a result written by WriteFile: plain JSON or gzip
+// (told by its first bytes, not its name), errors naming path.
 func ReadResult(path string) (*Result, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read result: %w", err)
+	}
+	return decodeResult(path, b)
+}
+
+// decodeResult decodes the bytes of the result file path.
+func decodeResult(path string, b []byte) (*Result, error) {
+	if IsGzip(b) {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("decompress result %s: %w", path, err)
+		}
+		// Read to the end, so that the stream's checksum and length
+		// are checked, not only as much as the JSON decoder needs.
+		if b, err = io.ReadAll(zr); err != nil {
+			return nil, fmt.Errorf("decompress result %s: %w", path, err)
+		}
 	}
 	var r Result
 	if err := json.Unmarshal(b, &r); err != nil {

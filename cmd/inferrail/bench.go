@@ -148,7 +148,7 @@ func runBenchRun(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&cfg.Replicas, "replicas", 0, "replicas behind the target, for the bounds (default: the number of --engine-metrics)")
 	benchConfigFlags(fs, &cfg)
 	wl := workloadFlags(fs)
-	out := fs.String("out", "", "write the JSON result here")
+	out := fs.String("out", "", "write the JSON result here (gzip-compressed when its name ends in .json.gz)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func parseCompare(args []string, stderr io.Writer) (bench.CompareConfig, string,
 	routing := fs.String("routing", "", "file with the balancers' models[].routing keys but policy and seed, e.g. spread_margin: 0.5 (default: the defaults); --cost-model's block replaces its cost_model")
 	benchConfigFlags(fs, &cc.Bench)
 	wl := workloadFlags(fs)
-	out := fs.String("out", "bench/results", "directory for the JSON results")
+	out := fs.String("out", "bench/results", "directory for the results (gzip JSON, one NAME-repN.json.gz per run)")
 	reportDir := fs.String("report", "bench/report", "directory for the markdown report and charts (empty: none)")
 	if err := parseFlags(fs, args); err != nil {
 		return cc, "", err
