@@ -112,13 +112,15 @@ func groupByLabel(results []*bench.Result) []*Group {
 	return out
 }
 
-// ReadDir reads every *.json result in dir, sorted by file name.
+// ReadDir reads every result in dir, plain (*.json) or gzip (*.json.gz),
+// in the order of their names as plain files. A run present in both forms
+// (X.json beside X.json.gz) is an error naming both, not a run counted
+// twice.
 func ReadDir(dir string) ([]*bench.Result, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	paths, err := resultPaths(dir)
 	if err != nil {
 		return nil, err
 	}
-	slices.Sort(paths)
 	var out []*bench.Result
 	for _, p := range paths {
 		r, err := bench.ReadResult(p)
@@ -131,6 +133,34 @@ func ReadDir(dir string) ([]*bench.Result, error) {
 		return nil, fmt.Errorf("no results in %s", dir)
 	}
 	return out, nil
+}
+
+// resultPaths lists the result files of dir (*.json and *.json.gz), sorted
+// by their names with .json.gz read as .json, so that compressing a part
+// changes no order; an error when a run is there in both forms.
+func resultPaths(dir string) ([]string, error) {
+	plain, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	gz, err := filepath.Glob(filepath.Join(dir, "*"+bench.GzipSuffix))
+	if err != nil {
+		return nil, err
+	}
+	key := func(p string) string { return strings.TrimSuffix(p, ".gz") }
+	seen := make(map[string]string, len(plain))
+	for _, p := range plain {
+		seen[p] = p
+	}
+	for _, p := range gz {
+		if q, ok := seen[key(p)]; ok {
+			return nil, fmt.Errorf("run %s is in %s and in %s: remove the stale one (a rerun writes .json.gz)",
+				strings.TrimSuffix(filepath.Base(p), bench.GzipSuffix), q, p)
+		}
+	}
+	paths := append(plain, gz...)
+	slices.SortFunc(paths, func(a, b string) int { return strings.Compare(key(a), key(b)) })
+	return paths, nil
 }
 
 // Write renders the charts and report.md into dir. reproduce is the command

@@ -11,10 +11,11 @@ import (
 	"github.com/inferrail/inferrail/bench"
 )
 
-// Several workloads: bench/results/<dir>/*.json (one directory per workload,
-// though each result's own workload name decides) rendered into
-// <out>/<workload>/report.md and a top-level <out>/README.md with the goals
-// over every workload and a headline table per workload.
+// Several workloads: bench/results/<dir>/*.json.gz (and legacy plain *.json;
+// one directory per workload, though each result's own workload name
+// decides) rendered into <out>/<workload>/report.md and a top-level
+// <out>/README.md with the goals over every workload and a headline table
+// per workload.
 
 // IndexFile is the top-level page of a multi-workload report.
 const IndexFile = "README.md"
@@ -22,8 +23,9 @@ const IndexFile = "README.md"
 // HasResults reports whether dir itself holds result files (the
 // single-directory layout).
 func HasResults(dir string) bool {
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	return len(paths) > 0
+	plain, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	gz, _ := filepath.Glob(filepath.Join(dir, "*"+bench.GzipSuffix))
+	return len(plain)+len(gz) > 0
 }
 
 // workloadOrder ranks workloads in the index.

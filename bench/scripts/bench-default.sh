@@ -102,7 +102,9 @@ compare() {
 	# The part runs into a staging directory (ignored by git) and replaces
 	# the committed one only when it is done: an interrupted part leaves
 	# the committed results in place, and nothing committed is missing
-	# from the work tree while a part runs.
+	# from the work tree while a part runs. Each run is one gzip JSON,
+	# <label>-rep<N>.json.gz (docs/bench.md, "How results are stored"), so
+	# a rerun part holds no plain .json of the runs before.
 	staging="$RESULTS/tmp/$part"
 	rm -rf "${staging:?}"
 	mkdir -p "$RESULTS/tmp"

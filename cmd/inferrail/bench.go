@@ -369,7 +369,7 @@ func positiveInts(flagName string, vs []string) ([]int, error) {
 
 func runBenchReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench report", "[--results DIR] [--out DIR]", stderr)
-	in := fs.String("results", "bench/results", "directory of JSON results, or of one subdirectory of results per workload")
+	in := fs.String("results", "bench/results", "directory of results (.json.gz or plain .json), or of one subdirectory of results per workload")
 	out := fs.String("out", "bench/report", "directory for report.md and the charts (with subdirectories: <workload>/report.md and README.md)")
 	repro := fs.String("reproduce", "", "command line shown in the report as the way to reproduce it")
 	readme := fs.String("readme", "", "also write the headline table between the bench-headline markers of this file (e.g. README.md)")

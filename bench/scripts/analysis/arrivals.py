@@ -9,12 +9,13 @@ Poisson stream gives about 0.5 by the schedule on four replicas; the
 requests of several balancers each taking its own turn meet and bunch
 (docs/routing-findings.md). Warm-up requests, failed ones and those without an
 engine arrival are left out.
-Usage: arrivals.py RESULT.json...
-e.g. arrivals.py bench/results/W6/cost_model-rep*.json bench/results/W6/cost_model-4b-rep*.json"""
+Usage: arrivals.py RESULT.json[.gz]...
+e.g. arrivals.py bench/results/W6/cost_model-rep*.json* bench/results/W6/cost_model-4b-rep*.json*"""
 import collections
-import json
 import statistics
 import sys
+
+from benchresult import read_result
 
 
 def cv(times):
@@ -34,7 +35,7 @@ def most_within(times, window):
 
 
 for path in sys.argv[1:]:
-    recs = [r for r in json.load(open(path))["records"]
+    recs = [r for r in read_result(path)["records"]
             if not r.get("warmup") and r.get("status") == 200 and r.get("engine_arrival_ns")]
     sched, arrival = collections.defaultdict(list), collections.defaultdict(list)
     for r in recs:

@@ -9,6 +9,8 @@ import json
 import statistics as st
 import sys
 
+from benchresult import read_result
+
 d = sys.argv[1]
 ds = {}
 for f in sorted(glob.glob(d + "/d-*.json")):
@@ -18,7 +20,7 @@ for f in sorted(glob.glob(d + "/d-*.json")):
     except ValueError:
         continue
 dec = [ds[s] for s in sorted(ds)]
-rs = json.load(open(d + "/run.json"))["records"]
+rs = read_result(d + "/run.json")["records"]
 rs.sort(key=lambda r: r["scheduled_ns"] + r["send_lag_ns"])
 agree = [(x, r) for x, r in zip(dec, rs) if x["winner"] == r["replica"]]
 print("decisions %d, requests %d, same replica in send order %.2f" % (len(dec), len(rs), len(agree) / min(len(dec), len(rs))))

@@ -11,11 +11,12 @@ engine's own queue before admission (engine_queue_ns) against the
 estimated queue and memory waits, and the share of requests the engine
 preempted (engine_preemptions). Warm-up requests,
 failed ones and those without both times are left out.
-Usage: estimate.py RESULT.json...
-e.g. estimate.py bench/results/W3/cost_model-rep*.json"""
-import json
+Usage: estimate.py RESULT.json[.gz]...
+e.g. estimate.py bench/results/W3/cost_model-rep*.json*"""
 import statistics
 import sys
+
+from benchresult import read_result
 
 
 def pct(values, q):
@@ -35,7 +36,7 @@ def line(name, rows):
 
 
 for path in sys.argv[1:]:
-    recs = json.load(open(path))["records"]
+    recs = read_result(path)["records"]
     rows = []
     for r in recs:
         if r.get("warmup") or r.get("status") != 200 or not r.get("engine_ttft_ns") or not r.get("estimated_ttft_ns"):

@@ -9,8 +9,10 @@ import glob
 import json
 import sys
 
+from benchresult import read_result
+
 d, times = sys.argv[1], [float(t) for t in sys.argv[2:]]
-recs = {r["request_id"]: r for r in json.load(open(f"{d}/run.json"))["records"]}
+recs = {r["request_id"]: r for r in read_result(f"{d}/run.json")["records"]}
 reps, offset = {}, None
 for f in sorted(glob.glob(f"{d}/requests-*.json")):
     i = int(f.rsplit("-", 1)[1].split(".")[0])

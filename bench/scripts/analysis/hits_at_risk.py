@@ -24,6 +24,8 @@ import glob
 import json
 import sys
 
+from benchresult import read_result
+
 d, capacity = sys.argv[1], int(sys.argv[2]) * 16
 dec = {}
 for f in glob.glob(d + "/d*.json"):
@@ -33,7 +35,7 @@ for f in glob.glob(d + "/d*.json"):
                 dec[x["request_id"]] = x
     except ValueError:
         continue
-recs = [r for r in json.load(open(d + "/run.json"))["records"] if r.get("status") == 200]
+recs = [r for r in read_result(d + "/run.json")["records"] if r.get("status") == 200]
 
 
 def winner(x):

@@ -12,6 +12,8 @@ import glob
 import json
 import sys
 
+from benchresult import read_result
+
 for d in sys.argv[1:]:
     dec = {}
     for f in glob.glob(d + "/d-*.json"):
@@ -20,7 +22,7 @@ for d in sys.argv[1:]:
                 dec[x["seq"]] = x
         except (ValueError, KeyError):
             continue  # a read cut by the fleet's end
-    run = json.load(open(d + "/run.json"))
+    run = read_result(d + "/run.json")
     by_id = {r["request_id"]: r for r in run["records"]}
     ttft = run["summary"]["ttft"]
     first = later = 0

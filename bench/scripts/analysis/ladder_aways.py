@@ -10,6 +10,8 @@ import glob
 import json
 import sys
 
+from benchresult import read_result
+
 d = sys.argv[1]
 groups = {}
 for line in open(d + "/g.tsv"):
@@ -20,7 +22,7 @@ for f in glob.glob(d + "/d-*.json"):
     port = f.rsplit("/d-", 1)[1].split("-")[0]
     for x in json.load(open(f))["decisions"]:
         decisions[x["request_id"]] = (port, x)
-recs = sorted(json.load(open(d + "/run.json"))["records"], key=lambda r: r["scheduled_ns"])
+recs = sorted(read_result(d + "/run.json")["records"], key=lambda r: r["scheduled_ns"])
 before = collections.defaultdict(list)
 n = 0
 for r in recs:

@@ -6,10 +6,11 @@ tokens cached and the run's hit rate (ladder_aways.py lists the away
 requests with their decisions). Needs the groups printed by
 `go run ./bench/scripts/analysis/groups` on the same files.
 Usage: go run ./bench/scripts/analysis/groups F... | python3 ladder_groups.py F...
-e.g. for the ladder's 4-balancer cell, F = bench/results/ladder/cost_model-4b-rep*.json"""
+e.g. for the ladder's 4-balancer cell, F = bench/results/ladder/cost_model-4b-rep*.json*"""
 import collections
-import json
 import sys
+
+from benchresult import read_result
 
 groups = collections.defaultdict(dict)
 for line in sys.stdin:
@@ -17,7 +18,7 @@ for line in sys.stdin:
     groups[path][(int(session), int(turn))] = int(group)
 
 for path in sys.argv[1:]:
-    recs = json.load(open(path))["records"]
+    recs = read_result(path)["records"]
     recs.sort(key=lambda r: r["scheduled_ns"])
     homes = collections.defaultdict(set)  # group -> replicas it went to
     kinds = collections.defaultdict(lambda: [0, 0, 0])  # count, prompt, cached

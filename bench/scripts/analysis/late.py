@@ -3,15 +3,16 @@ their TTFT, how many by their TPOT alone, the median answer length of those
 late by their TPOT alone, the engines' preemptions and the output tokens a
 second. The SLO is the one the run was judged by (its config). Warm-up and
 failed requests are left out.
-Usage: python3 late.py RESULT.json..."""
-import json
+Usage: python3 late.py RESULT.json[.gz]..."""
 import statistics
 import sys
+
+from benchresult import read_result
 
 if len(sys.argv) < 2:
     sys.exit(__doc__)
 for path in sys.argv[1:]:
-    r = json.load(open(path))
+    r = read_result(path)
     slo = r["config"]["slo"]
     recs = [x for x in r["records"] if x["status"] == 200 and not x.get("warmup")]
     ttft = [x for x in recs if x["ttft_ns"] > slo["ttft"]]

@@ -6,8 +6,9 @@ short answer to its replica lands in the answer's two or three decode steps
 (docs/bench-findings.md, the tool-and-agent trace); sent to another replica,
 or before it, it does not.
 Usage: python3 long_after_short.py [--tokens N] [--long T] [--within W] F..."""
-import json
 import sys
+
+from benchresult import read_result
 
 args = sys.argv[1:]
 opts = {"--tokens": 3, "--long": 5000, "--within": 200}
@@ -17,7 +18,7 @@ if not args:
     sys.exit(__doc__)
 
 for path in args:
-    recs = [r for r in json.load(open(path))["records"] if r["status"] == 200]
+    recs = [r for r in read_result(path)["records"] if r["status"] == 200]
     shorts = [r for r in recs if r["completion_tokens"] == opts["--tokens"] and not r.get("warmup")]
     longs = [r for r in recs if r["prompt_tokens"] - r["cached_tokens"] >= opts["--long"]]
     near = same = 0

@@ -8,11 +8,13 @@ replica; how many decisions had every candidate predict the same cached
 tokens; for the first turns, on how many replicas the most any was predicted
 to hold was predicted; and how many turns found cached what their chosen
 replica was predicted to hold of the first 512 tokens (W2's system prompt).
-Usage: moves.py [--decisions DIR] RESULT.json..."""
+Usage: moves.py [--decisions DIR] RESULT.json[.gz]..."""
 import argparse
 import collections
 import glob
 import json
+
+from benchresult import read_result
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--decisions")
@@ -24,7 +26,7 @@ if a.decisions:
         for x in json.load(open(f))["decisions"]:
             decisions[x["request_id"]] = x
 for path in a.results:
-    recs = sorted((r for r in json.load(open(path))["records"] if r["status"] == 200),
+    recs = sorted((r for r in read_result(path)["records"] if r["status"] == 200),
                   key=lambda r: (r["session"], r["turn"]))
     prev = {}
     kinds = collections.Counter()

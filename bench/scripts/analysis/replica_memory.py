@@ -9,8 +9,10 @@ import json
 import statistics
 import sys
 
+from benchresult import read_result
+
 for d in sys.argv[1:]:
-    recs = [r for r in json.load(open(d + "/run.json"))["records"] if r["status"] == 200 and not r.get("warmup")]
+    recs = [r for r in read_result(d + "/run.json")["records"] if r["status"] == 200 and not r.get("warmup")]
     ids = {r["request_id"] for r in recs}
     use = collections.defaultdict(list)
     seen = set()

@@ -1,27 +1,28 @@
 """Per replica of bench result files: the measured requests it took, its hit
 rate (cached over prompt tokens) and its TTFT p50 (ms). Warm-up and failed
 requests are left out.
-Usage: replicas.py RESULT.json...
+Usage: replicas.py RESULT.json[.gz]...
   prints per file requests/hit/p50 of each replica, in name order;
-       replicas.py --by-load RESULT.json...
+       replicas.py --by-load RESULT.json[.gz]...
   buckets every replica of every file by its requests (buckets of 50) and
   prints per bucket the number of replicas and their hit rates (min, max,
   mean);
-       replicas.py --tail RESULT.json...
+       replicas.py --tail RESULT.json[.gz]...
   prints per file requests/TTFT p99 (ms)/tokens (prompt and answer) of each
   replica, and how far the most tokens exceed the fewest.
-e.g. replicas.py bench/results/W2/sglang_cache_aware-rep*.json
-     replicas.py --by-load $(ls bench/results/W2/*.json | grep -v -- -4b)"""
+e.g. replicas.py bench/results/W2/sglang_cache_aware-rep*.json*
+     replicas.py --by-load $(ls bench/results/W2/*.json* | grep -v -- -4b)"""
 import collections
-import json
 import sys
+
+from benchresult import read_result
 
 
 def replicas(path):
     """Returns {replica: [requests, prompt tokens, cached tokens, TTFTs ms,
     answer tokens]}."""
     by = collections.defaultdict(lambda: [0, 0, 0, [], 0])
-    for r in json.load(open(path))["records"]:
+    for r in read_result(path)["records"]:
         if r.get("warmup") or r["status"] != 200:
             continue
         a = by[r["replica"]]

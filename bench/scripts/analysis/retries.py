@@ -4,12 +4,13 @@ their retries, the answered retried requests' median TTFT, and the run's
 share within the SLO and TTFT p50 / p99 (of the answered) from its summary.
 Usage: python3 retries.py F...
 e.g. F = the runs of `bench compare --workload W2 ... --routing shed.yaml --retries 2`"""
-import json
 import statistics
 import sys
 
+from benchresult import read_result
+
 for path in sys.argv[1:]:
-    r = json.load(open(path))
+    r = read_result(path)
     s = r["summary"]
     measured = [x for x in r["records"] if not x.get("warmup")]
     retried = [x for x in measured if x.get("retries", 0) > 0]

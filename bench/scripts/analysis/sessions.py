@@ -4,14 +4,15 @@ turns that recomputed more than 1,000 prompt tokens (their context was
 evicted) per replica, and turns sent to another replica than the session's
 previous turn (moves), and the share of prompt tokens cached by turn
 (turns 5 and later together). Warm-up requests and failed ones are left out.
-Usage: sessions.py RESULT.json...
-e.g. sessions.py bench/results/W3/cost_model_at_0.5x-rep*.json"""
+Usage: sessions.py RESULT.json[.gz]...
+e.g. sessions.py bench/results/W3/cost_model_at_0.5x-rep*.json*"""
 import collections
-import json
 import sys
 
+from benchresult import read_result
+
 for path in sys.argv[1:]:
-    recs = json.load(open(path))["records"]
+    recs = read_result(path)["records"]
     turns = collections.defaultdict(dict)
     for r in recs:
         turns[r["session"]][r["turn"]] = r

@@ -12,8 +12,9 @@ after); one stalled by a prompt sent after it while another replica had no
 short answer could have been.
 Times are from each record's scheduled send plus its send lag.
 Usage: python3 tpot_late.py [--long N] [--short N] F..."""
-import json
 import sys
+
+from benchresult import read_result
 
 args = sys.argv[1:]
 long_tokens, short = 2000, 20
@@ -26,7 +27,7 @@ if not args:
     sys.exit(__doc__)
 
 for path in args:
-    r = json.load(open(path))
+    r = read_result(path)
     slo = r["config"]["slo"]
     recs = [x for x in r["records"] if x["status"] == 200]
     for x in recs:

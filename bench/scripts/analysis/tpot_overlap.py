@@ -10,10 +10,11 @@ overlapped: when each was sent after the answer was (ms), its uncached prompt
 tokens and its TTFT, and whether the two were sent at one instant of the
 trace (within 5 ms).
 Usage: python3 tpot_overlap.py [--tokens N] [--detail] F...
-e.g. F = the runs of a trace's part, bench/results/mooncake/*.json"""
-import json
+e.g. F = the runs of a trace's part, bench/results/mooncake/*.json*"""
 import statistics
 import sys
+
+from benchresult import read_result
 
 args = sys.argv[1:]
 tokens = 3
@@ -25,7 +26,7 @@ while args[:1] in (["--tokens"], ["--detail"]):
         tokens, args = int(args[1]), args[2:]
 
 for path in args:
-    recs = [r for r in json.load(open(path))["records"] if r["status"] == 200]
+    recs = [r for r in read_result(path)["records"] if r["status"] == 200]
     by = {"outside": [], "within": []}
     for r in recs:
         if r.get("warmup") or r["completion_tokens"] != tokens:

@@ -9,9 +9,10 @@ uncached prompt tokens (the long prefills).
 Usage: go run ./bench/scripts/analysis/groups F... | python3 trace_groups.py [--min N] [--long T] F...
 e.g. F = /tmp/ta/m1/cost_model-rep0.json /tmp/ta/m1/round_robin-rep0.json"""
 import collections
-import json
 import os
 import sys
+
+from benchresult import read_result
 
 args = sys.argv[1:]
 least, longer = 50, 0
@@ -37,7 +38,7 @@ runs = {}
 big = set()
 for path in args:
     by = collections.defaultdict(list)
-    for r in json.load(open(path))["records"]:
+    for r in read_result(path)["records"]:
         if r.get("warmup") or r["status"] != 200:
             continue
         by[groups[path][(r["session"], r["turn"])]].append(r)

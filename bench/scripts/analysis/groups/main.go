@@ -3,7 +3,7 @@
 // alone decides it) as tab-separated lines: file, session, turn, group.
 // bench/scripts/analysis/ladder_groups.py reads them.
 //
-// Usage: go run ./bench/scripts/analysis/groups RESULT.json...
+// Usage: go run ./bench/scripts/analysis/groups RESULT.json[.gz]...
 package main
 
 import (
