@@ -76,6 +76,7 @@ func (m *ModelSet) Candidates(now time.Time, dst []route.Candidate) []route.Cand
 		if len(fresh) > 0 {
 			c.Load.HasPeers = true
 			c.Load.Peers = r.peerLoad(now, m.loadMaxAge)
+			c.Load.PeerAnswers = r
 			if gossipAt.IsZero() {
 				residual.InFlight = max(residual.InFlight-c.Load.Peers.InFlight, 0)
 				residual.Pending = max(residual.Pending-c.Load.Peers.Pending, 0)

@@ -247,6 +247,7 @@ func (f *Fleet) rebuildLocked(gs *gossip.PeersView) {
 				r.markDown()
 			}
 			r = newReplica(e.spec)
+			r.peerMaxAge = f.cfg.LoadMaxAge
 			f.watch(r)
 			if e.member != nil {
 				f.log.Info("replica joined", "replica", r.ID, "url", r.URL.String(), "models", r.Models)

@@ -37,10 +37,12 @@ func (p *peer) fresh(now time.Time, maxAge time.Duration) bool {
 	return now.UnixNano()-p.heard.Load() <= int64(maxAge)
 }
 
-// peerWork is a peer's work on a replica as it last sent it.
+// peerWork is a peer's work on a replica as it last sent it, and its
+// followed answers there (At: when the message arrived).
 type peerWork struct {
-	from *peer
-	w    route.Work
+	from    *peer
+	w       route.Work
+	answers []route.PeerAnswer
 }
 
 // peerState is the fleet's record of the other balancers' load.
@@ -65,8 +67,25 @@ func (r *Replica) peerLoad(now time.Time, maxAge time.Duration) route.Work {
 	return sum
 }
 
-// setPeer records p's work on r (zero work: removes it).
-func (r *Replica) setPeer(p *peer, w route.Work) {
+// AppendPeerAnswers appends to dst the followed answers on r of the other
+// balancers heard from within the gossip's load_max_age of now, as they last
+// sent them (route.PeerAnswers).
+func (r *Replica) AppendPeerAnswers(dst []route.PeerAnswer, now time.Time) []route.PeerAnswer {
+	r.peersMu.Lock()
+	defer r.peersMu.Unlock()
+	for i := range r.peers {
+		if p := &r.peers[i]; p.from.fresh(now, r.peerMaxAge) {
+			dst = append(dst, p.answers...)
+		}
+	}
+	return dst
+}
+
+var _ route.PeerAnswers = (*Replica)(nil)
+
+// setPeer records p's work and answers on r (zero work: removes it). The
+// answers are r's from then on.
+func (r *Replica) setPeer(p *peer, w route.Work, answers []route.PeerAnswer) {
 	r.peersMu.Lock()
 	defer r.peersMu.Unlock()
 	for i := range r.peers {
@@ -74,13 +93,13 @@ func (r *Replica) setPeer(p *peer, w route.Work) {
 			if w.InFlight == 0 && w.OutputReserve == 0 {
 				r.peers = append(r.peers[:i], r.peers[i+1:]...)
 			} else {
-				r.peers[i].w = w
+				r.peers[i].w, r.peers[i].answers = w, answers
 			}
 			return
 		}
 	}
 	if w.InFlight > 0 || w.OutputReserve > 0 {
-		r.peers = append(r.peers, peerWork{from: p, w: w})
+		r.peers = append(r.peers, peerWork{from: p, w: w, answers: answers})
 	}
 }
 
@@ -129,12 +148,15 @@ func (f *Fleet) LearnLoad(from string, body []byte, now time.Time) error {
 	snap := f.snap.Load()
 	if flags&peerFlagReset != 0 {
 		for _, r := range snap.Replicas {
-			r.setPeer(p, route.Work{})
+			r.setPeer(p, route.Work{}, nil)
 		}
 	}
 	for _, rec := range recs {
 		if r := snap.byKey[rec.replica]; r != nil {
-			r.setPeer(p, rec.w)
+			for i := range rec.answers {
+				rec.answers[i].At = now
+			}
+			r.setPeer(p, rec.w, rec.answers)
 		}
 	}
 	return nil
@@ -147,7 +169,7 @@ func (f *Fleet) prunePeersLocked(now time.Time) {
 		if !p.fresh(now, 10*f.cfg.LoadMaxAge) {
 			delete(ps.names, name)
 			for _, r := range f.snap.Load().Replicas {
-				r.setPeer(p, route.Work{})
+				r.setPeer(p, route.Work{}, nil)
 			}
 		}
 	}
@@ -184,7 +206,7 @@ func (f *Fleet) watch(r *Replica) {
 func (f *Fleet) ShareLoad(ctx context.Context, send func(body []byte) error, others func() int, period time.Duration) error {
 	t := time.NewTicker(period)
 	defer t.Stop()
-	s := loadSender{send: send, log: f.log.Warn, seq: uint64(f.now().UnixNano())}
+	s := loadSender{send: send, log: f.log.Warn, seq: uint64(f.now().UnixNano()), answers: true}
 	var last time.Time
 	for {
 		select {
@@ -226,6 +248,10 @@ type loadSender struct {
 	seq  uint64
 	msg  []byte
 	n    int // records in msg
+	// answers: the records carry the followed answers (peerFlagAnswers).
+	answers bool
+	rec     []byte             // one record, encoded
+	ans     []route.PeerAnswer // one replica's answers
 	// reset: the message under way is the first of a reset round.
 	reset bool
 }
@@ -241,11 +267,16 @@ func (s *loadSender) round(snap *Snapshot, now time.Time, all bool) {
 		if !changed && (!all || w.InFlight == 0 && w.OutputReserve == 0) {
 			continue
 		}
-		if len(s.msg)+peerRecordMax > gossip.MaxPlacementsBytes {
+		s.rec = appendPeerRecord(s.rec[:0], replicaKey(r.ID), w, now)
+		if s.answers {
+			s.ans = r.Counters.AppendAnswers(s.ans[:0], w.InFlight)
+			s.rec = appendPeerAnswers(s.rec, s.ans, w.InFlight)
+		}
+		if s.n > 0 && len(s.msg)+len(s.rec) > gossip.MaxPlacementsBytes {
 			s.flush()
 			s.start()
 		}
-		s.msg = appendPeerRecord(s.msg, replicaKey(r.ID), w, now)
+		s.msg = append(s.msg, s.rec...)
 		s.n++
 	}
 	if s.n > 0 || all {
@@ -263,13 +294,15 @@ func (s *loadSender) start() {
 func (s *loadSender) flush() {
 	s.seq++
 	var h [peerHeaderMax]byte
-	hb := h[:0]
+	var flags byte
 	if s.reset {
-		hb = append(hb, peerFlagReset)
+		flags |= peerFlagReset
 		s.reset = false
-	} else {
-		hb = append(hb, 0)
 	}
+	if s.answers {
+		flags |= peerFlagAnswers
+	}
+	hb := append(h[:0], flags)
 	hb = binary.AppendUvarint(hb, s.seq)
 	hb = binary.AppendUvarint(hb, uint64(s.n))
 	body := s.msg[peerHeaderMax-len(hb):]

@@ -139,7 +139,15 @@ func TestShareLoadReachesAnotherFleet(t *testing.T) {
 		go func() { done <- src.ShareLoad(ctx, send, func() int { return 1 }, 100*time.Millisecond) }()
 		seen := func() route.Work { return dst.Snapshot().Models["m"].Candidates(time.Now(), nil)[1].Load.Peers }
 
+		answers := func() []route.PeerAnswer {
+			pa := dst.Snapshot().Models["m"].Candidates(time.Now(), nil)[1].Load.PeerAnswers
+			if pa == nil {
+				return nil
+			}
+			return pa.AppendPeerAnswers(nil, time.Now())
+		}
 		rb := src.Snapshot().Models["m"].Replicas[1]
+		ans := rb.Counters.Follow(300, 200)
 		ticket, ok := rb.TryAcquire(3000, 200)
 		if !ok {
 			t.Fatal("TryAcquire refused")
@@ -148,6 +156,9 @@ func TestShareLoadReachesAnotherFleet(t *testing.T) {
 		if got, want := seen(), (route.Work{InFlight: 1, Pending: 1, PrefillTokens: 3000, OutputReserve: 200}); got != want {
 			t.Fatalf("after the send, dst sees %+v, want %+v", got, want)
 		}
+		if got, want := answers(), []route.PeerAnswer{{Left: 300, Reserve: 200, At: time.Now()}}; !cmp.Equal(got, want) {
+			t.Fatalf("after the send, dst holds answers %+v, want %+v", got, want)
+		}
 		mu.Lock()
 		if msgs != 1 || resets != 0 {
 			t.Errorf("%d messages (%d resets) before the first period, want 1 (0)", msgs, resets)
@@ -155,8 +166,12 @@ func TestShareLoadReachesAnotherFleet(t *testing.T) {
 		mu.Unlock()
 		first := time.Now().Add(-5 * time.Millisecond)
 		time.Sleep(5 * time.Millisecond)
+		ans.Tokens(first, 10)
 		rb.Counters.Prefilled(3000, ticket, first)
 		synctest.Wait()
+		if got, want := answers(), []route.PeerAnswer{{Left: 290, Started: true, Reserve: 200, At: time.Now()}}; !cmp.Equal(got, want) {
+			t.Errorf("after the first tokens, dst holds answers %+v, want %+v", got, want)
+		}
 		if got := seen(); got.Pending != 0 || got.InFlight != 1 || got.StepStart.Sub(first).Abs() > time.Microsecond {
 			t.Errorf("after the first token, dst sees %+v (step start want %v)", got, first)
 		}
@@ -166,8 +181,12 @@ func TestShareLoadReachesAnotherFleet(t *testing.T) {
 			t.Errorf("%d resets after a period, want 1", resets)
 		}
 		mu.Unlock()
+		rb.Counters.Unfollow(ans)
 		rb.Counters.Done(3000, 200, ticket, true)
 		synctest.Wait()
+		if got := answers(); len(got) != 0 {
+			t.Errorf("after the request ended, dst holds answers %+v", got)
+		}
 		if got := seen(); got != (route.Work{}) {
 			t.Errorf("after the request ended, dst sees %+v", got)
 		}

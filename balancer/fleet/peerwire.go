@@ -32,6 +32,17 @@ import (
 //	  step_age    uvarint (1 + microseconds from that step end to the
 //	              sending, <= maxStepAge; 0: none seen)
 //	  output      uvarint (the output reserve in tokens, <= maxPeerTokens)
+//	  with flag bit 1 (peerFlagAnswers), the sender's followed answers there
+//	  (route.PeerAnswer), those ending soonest first:
+//	  answers     uvarint (<= in_flight, <= maxPeerAnswers)
+//	  answers records:
+//	    left      uvarint (what max_tokens leaves, shifted left by one; the
+//	              low bit set once the first token was seen; <= maxPeerLeft)
+//	    reserve   uvarint (the output reserve its lease counted, tokens,
+//	              1..maxPeerTokens)
+//
+// A record's answers take at most peerAnswersBytes: a sender with more
+// leaves out those ending last, which free memory the latest.
 //
 // Every count is the sender's absolute count on the replica when it wrote
 // the message, so a lost message is mended by the next one, and an older one
@@ -44,8 +55,16 @@ const (
 	maxPeerTokens = 1 << 48
 	maxStepAge    = uint64(time.Hour / time.Microsecond)
 	peerFlagReset = 1
-	// peerRecordMax is the most bytes one record takes.
-	peerRecordMax = 8 + 6*binary.MaxVarintLen64
+	// peerFlagAnswers: the records carry the sender's followed answers.
+	peerFlagAnswers = 2
+	// maxPeerAnswers bounds the answers of one record, maxPeerLeft an
+	// answer's left field, and peerAnswersBytes the bytes they take.
+	maxPeerAnswers   = 256
+	maxPeerLeft      = 1<<32 - 1
+	peerAnswersBytes = 800
+	// peerRecordMax is the most bytes one record takes, its answers
+	// included.
+	peerRecordMax = 8 + 7*binary.MaxVarintLen64 + peerAnswersBytes
 	// peerHeaderMax is the most bytes a message's flags, seq and count take.
 	peerHeaderMax = 1 + 2*binary.MaxVarintLen64
 )
@@ -60,6 +79,9 @@ func replicaKey(id string) uint64 { return xxh3.HashString(id) }
 type peerRecord struct {
 	replica uint64
 	w       route.Work
+	// answers are the sender's followed answers there (At unset), with
+	// flag peerFlagAnswers only.
+	answers []route.PeerAnswer
 }
 
 // appendPeerRecord appends w's record for the replica keyed key, with its
@@ -76,6 +98,36 @@ func appendPeerRecord(b []byte, key uint64, w route.Work, now time.Time) []byte 
 	}
 	b = binary.AppendUvarint(b, age)
 	return binary.AppendUvarint(b, uint64(max(w.OutputReserve, 0)))
+}
+
+// appendPeerAnswers appends a record's answers, for a message with flag
+// peerFlagAnswers: those of as that fit peerAnswersBytes, at most inFlight
+// and maxPeerAnswers, in order (the sender sorts them soonest first), and
+// none without a reserve.
+func appendPeerAnswers(b []byte, as []route.PeerAnswer, inFlight int) []byte {
+	var enc [peerAnswersBytes]byte
+	e, n := enc[:0], 0
+	for _, a := range as {
+		if n >= min(max(inFlight, 0), maxPeerAnswers) {
+			break
+		}
+		if a.Reserve <= 0 {
+			continue
+		}
+		left := min(uint64(max(a.Left, 0)), maxPeerLeft>>1) << 1
+		if a.Started {
+			left |= 1
+		}
+		var one [2 * binary.MaxVarintLen64]byte
+		o := binary.AppendUvarint(one[:0], left)
+		o = binary.AppendUvarint(o, min(uint64(a.Reserve), maxPeerTokens))
+		if len(e)+len(o) > peerAnswersBytes {
+			break
+		}
+		e, n = append(e, o...), n+1
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	return append(b, e...)
 }
 
 // decodePeerLoad decodes a message received at now, calling f for each
@@ -101,7 +153,7 @@ func decodePeerLoad(body []byte, now time.Time, f func(peerRecord)) (flags byte,
 		return 0, 0, fail("empty")
 	}
 	flags, body = body[0], body[1:]
-	if flags&^peerFlagReset != 0 {
+	if flags&^(peerFlagReset|peerFlagAnswers) != 0 {
 		return flags, 0, fail("flags 0x%02x", flags)
 	}
 	if seq, err = uvarint("seq", math.MaxUint64); err != nil {
@@ -135,6 +187,30 @@ func decodePeerLoad(body []byte, now time.Time, f func(peerRecord)) (flags byte,
 			StepTokens: int64(v[3]), OutputReserve: int64(v[5])}
 		if v[4] > 0 {
 			r.w.StepStart = now.Add(-time.Duration(v[4]-1) * time.Microsecond)
+		}
+		if flags&peerFlagAnswers != 0 {
+			n, err := uvarint("answers", min(v[0], maxPeerAnswers))
+			if err != nil {
+				return flags, seq, err
+			}
+			start := len(body)
+			for range n {
+				left, err := uvarint("answer left", maxPeerLeft)
+				if err != nil {
+					return flags, seq, err
+				}
+				res, err := uvarint("answer reserve", maxPeerTokens)
+				if err != nil {
+					return flags, seq, err
+				}
+				if res == 0 {
+					return flags, seq, fail("answer without a reserve")
+				}
+				r.answers = append(r.answers, route.PeerAnswer{Left: int(left >> 1), Started: left&1 != 0, Reserve: int(res)})
+			}
+			if used := start - len(body); used > peerAnswersBytes {
+				return flags, seq, fail("answers of %d bytes", used)
+			}
 		}
 		f(r)
 	}

@@ -120,6 +120,9 @@ type Replica struct {
 	changed atomic.Bool
 	peersMu sync.Mutex // protects peers
 	peers   []peerWork
+	// peerMaxAge is how long a peer's load counts after its last message
+	// (Config.LoadMaxAge).
+	peerMaxAge time.Duration
 
 	downMu     sync.Mutex // protects downCtx and downCancel
 	downCtx    context.Context

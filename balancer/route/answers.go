@@ -1,6 +1,9 @@
 package route
 
 import (
+	"cmp"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -138,4 +141,102 @@ func (c *Counters) appendEnds(dst []answerEnd) ([]answerEnd, float64) {
 		dst = append(dst, answerEnd{bound: float64(bound), reserve: float64(a.reserve)})
 	}
 	return dst, (ran + 1) / (ran + early + 2)
+}
+
+// A PeerAnswer is one of another balancer's followed answers on a replica,
+// as that balancer's load message carried it (docs/routing.md, "Answers
+// shared between balancers"). Each balancer follows only the streams it
+// proxies: with four balancers, each saw a quarter of a replica's answers
+// and took the rest to be average, so the others send theirs.
+type PeerAnswer struct {
+	// Left is what the answer's max_tokens left when the message was
+	// written: its request ends within that many steps.
+	Left int
+	// Started reports whether its first token had been seen then.
+	Started bool
+	// Reserve is the output reserve, in tokens, its lease counted (> 0).
+	Reserve int
+	// At is when the message arrived.
+	At time.Time
+}
+
+// PeerAnswers gives the other balancers' followed answers on a replica
+// (Load.PeerAnswers): those of the balancers heard from within the gossip's
+// load_max_age.
+type PeerAnswers interface {
+	// AppendPeerAnswers appends them to dst and returns the extended slice.
+	AppendPeerAnswers(dst []PeerAnswer, now time.Time) []PeerAnswer
+}
+
+// Answers returns the followed answers that count an output reserve, those
+// the wait for KV memory counts.
+func (c *Counters) Answers() int {
+	c.answers.mu.Lock()
+	defer c.answers.mu.Unlock()
+	n := 0
+	for _, a := range c.answers.list {
+		if a.reserve > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// AnswersOf returns the followed answers on c that the wait for KV memory
+// counts at now: this balancer's own and, where other balancers send
+// theirs (Load.HasPeers), those they sent. The decision log shows it.
+func AnswersOf(c *Candidate, now time.Time) int {
+	n := 0
+	if c.Own != nil {
+		n = c.Own.Answers()
+	}
+	if pa := c.Load.PeerAnswers; pa != nil && c.Load.HasPeers {
+		for _, a := range pa.AppendPeerAnswers(nil, now) {
+			if a.Reserve > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// AppendAnswers appends to dst this balancer's followed answers that count
+// an output reserve, as another balancer receives them (PeerAnswer, At
+// unset): at most limit, those whose max_tokens leaves the least first.
+func (c *Counters) AppendAnswers(dst []PeerAnswer, limit int) []PeerAnswer {
+	start := len(dst)
+	c.answers.mu.Lock()
+	for _, a := range c.answers.list {
+		if a.reserve <= 0 {
+			continue
+		}
+		n := int(a.tokens.Load())
+		dst = append(dst, PeerAnswer{Left: max(a.out-n, 0), Started: n > 0, Reserve: a.reserve})
+	}
+	c.answers.mu.Unlock()
+	own := dst[start:]
+	slices.SortFunc(own, func(a, b PeerAnswer) int { return cmp.Compare(a.Left, b.Left) })
+	if len(own) > limit {
+		dst = dst[:start+max(limit, 0)]
+	}
+	return dst
+}
+
+// appendPeerEnds appends to dst the peers' answers as the memory model reads
+// them at now (answerEnd): a started answer's bound is lowered by the steps
+// of step ns each since its message arrived, for a balancer sends no message
+// for a single token; an answer without a reserve frees nothing the
+// shortfall counts and is skipped.
+func appendPeerEnds(dst []answerEnd, peers []PeerAnswer, now time.Time, step float64) []answerEnd {
+	for _, a := range peers {
+		if a.Reserve <= 0 {
+			continue
+		}
+		bound := float64(a.Left)
+		if a.Started && step > 0 {
+			bound -= float64(max(now.Sub(a.At), 0)) / step
+		}
+		dst = append(dst, answerEnd{bound: max(math.Floor(bound), 0), reserve: float64(a.Reserve)})
+	}
+	return dst
 }

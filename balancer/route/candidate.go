@@ -76,6 +76,10 @@ type Load struct {
 	// cover (requests sent by no balancer that shares its load, or by none),
 	// taken from the newest report that breaks its counts down by origin.
 	Residual Work
+	// PeerAnswers gives, with HasPeers, the other balancers' followed
+	// answers on the replica as they sent them (nil: none known). The wait
+	// for KV memory counts them as this balancer's own (costModel.kvWait).
+	PeerAnswers PeerAnswers
 }
 
 // Others returns the work of every other origin on the replica: the

@@ -1,6 +1,8 @@
 package route
 
 import (
+	"time"
+
 	"math"
 	"testing"
 )
@@ -451,4 +453,62 @@ func TestCostModelCountsAnswersNearTheirEnds(t *testing.T) {
 	if got != 0 || d.MemoryWaits[0] <= 0 || 4*d.MemoryWaits[0] >= d.MemoryWaits[1] {
 		t.Errorf("picked %d, memory waits %v: want 0, the replica whose answers are near their ends, with a wait under a quarter of the other's", got, d.MemoryWaits)
 	}
+}
+
+// fakePeerAnswers is a replica's peers' answers as a fleet would give them.
+type fakePeerAnswers []PeerAnswer
+
+func (f fakePeerAnswers) AppendPeerAnswers(dst []PeerAnswer, _ time.Time) []PeerAnswer {
+	return append(dst, f...)
+}
+
+// The wait for memory counts the other balancers' answers as its own: a
+// replica whose peers' answers are near their ends frees its memory sooner.
+// A started answer's bound is aged by the steps since its message arrived
+// (no message goes out for a single token), and an answer without a reserve
+// is skipped.
+func TestCostModelCountsPeersAnswers(t *testing.T) {
+	short := func(answers ...[]PeerAnswer) []Candidate {
+		cs := cands(len(answers))
+		withCapacity(cs, 4096)
+		for i, as := range answers {
+			cs[i].Load = Load{Known: true, Exact: true, HasPeers: true,
+				Peers:       Work{InFlight: len(as), OutputReserve: int64(128 * len(as))},
+				PeerAnswers: fakePeerAnswers(as)}
+			cs[i].Load.KVUsage = 0.999
+		}
+		return cs
+	}
+	answers := func(n, left int, started bool, at time.Time, reserve int) []PeerAnswer {
+		as := make([]PeerAnswer, n)
+		for i := range as {
+			as[i] = PeerAnswer{Left: left, Started: started, Reserve: reserve, At: at}
+		}
+		return as
+	}
+	p := newPolicy(t, PolicyCostModel, func(c *Config) { c.SpreadMargin = 0 })
+	r := req(prompt(7400, 7400, 0, 64))
+	r.OutputTokens = 128
+
+	t.Run("as sent", func(t *testing.T) {
+		got, d := mustPick(t, p, r, short(answers(40, 120, true, t0, 128), answers(40, 8, true, t0, 128)))
+		if got != 1 || d.MemoryWaits[1] <= 0 || 2*d.MemoryWaits[1] >= d.MemoryWaits[0] {
+			t.Errorf("picked %d, memory waits %v: want 1, whose peers' answers are near their ends, with a wait under half the other's", got, d.MemoryWaits)
+		}
+	})
+	t.Run("aged", func(t *testing.T) {
+		// r1's answers were sent 10 s ago with 120 tokens left: they have
+		// ended by now, while r0's, sent now with 100 left, have not.
+		got, d := mustPick(t, p, r, short(answers(40, 100, true, t0, 128), answers(40, 120, true, t0.Add(-10*time.Second), 128)))
+		if got != 1 || d.MemoryWaits[1] >= d.MemoryWaits[0] {
+			t.Errorf("picked %d, memory waits %v: want 1, whose peers' answers have aged to their ends", got, d.MemoryWaits)
+		}
+	})
+	t.Run("without a reserve", func(t *testing.T) {
+		as := answers(40, 8, true, t0, 128)
+		as[3].Reserve = 0
+		if _, d := mustPick(t, p, r, short(answers(40, 120, true, t0, 128), as)); d.MemoryWaits[1] < 0 {
+			t.Errorf("memory waits %v", d.MemoryWaits)
+		}
+	})
 }

@@ -56,8 +56,15 @@ func (c *costPick) score(req *Request, now time.Time) {
 		scale := cand.ttftScale(c.mean)
 		ran := 0.0
 		s.ends = s.ends[:0]
-		if kv.state == kvShort && cand.Own != nil {
-			s.ends, ran = cand.Own.appendEnds(s.ends)
+		if kv.state == kvShort {
+			if cand.Own != nil {
+				s.ends, ran = cand.Own.appendEnds(s.ends)
+			}
+			if pa := cand.Load.PeerAnswers; pa != nil && cand.Load.HasPeers && p.peerLoad {
+				s.peerAns = pa.AppendPeerAnswers(s.peerAns[:0], now)
+				d := w.Decodes()
+				s.ends = appendPeerEnds(s.ends, s.peerAns, now, p.est.step(float64(d), d))
+			}
 		}
 		kvWait := p.kvWait(kv, w, s.ends, ran, s) * scale
 		switch kv.state {

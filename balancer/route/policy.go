@@ -162,7 +162,8 @@ type Scratch struct {
 	fill    []float64       // cost_model: occ counting the memory holding contexts (kvRoom.fill), per eligible (-1: unknown)
 	ahead   []queue         // cost_model: the prefill work ahead of the request, per eligible (the TPOT guard's)
 	decodes []int           // cost_model: the requests decoding there, per eligible
-	ends    []answerEnd     // cost_model: one candidate's followed answers (Counters.appendEnds)
+	ends    []answerEnd     // cost_model: one candidate's followed answers (Counters.appendEnds, appendPeerEnds)
+	peerAns []PeerAnswer    // cost_model: one candidate's peers' answers (Load.PeerAnswers)
 	memEnds []memEnd        // cost_model: releaseSteps' scratch
 	cached  []int32         // predicted cached tokens per candidate
 	scores  []float64       // Decision.Scores, per candidate
