@@ -70,7 +70,9 @@ func candidateRecords(p route.Policy, set *fleet.ModelSet, cands []route.Candida
 		}
 		if c.Load.Known {
 			dc.KVUsage = ptr(c.Load.KVUsage)
+			dc.LoadStale = c.Load.Stale
 		}
+		dc.Answers = route.AnswersOf(c, now)
 		if i < len(d.Cached) && d.Cached[i] >= 0 {
 			dc.CachedTokens = ptr(int(d.Cached[i]))
 		}

@@ -88,6 +88,12 @@ func (c *Candidate) appendJSON(b []byte) []byte {
 	if c.KVShort {
 		b = append(b, `,"kv_short":true`...)
 	}
+	if c.Answers != 0 {
+		b = appendInt(b, `,"answers":`, c.Answers)
+	}
+	if c.LoadStale {
+		b = append(b, `,"load_stale":true`...)
+	}
 	return append(b, '}')
 }
 

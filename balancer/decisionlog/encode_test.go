@@ -28,6 +28,7 @@ func FuzzAppendJSON(f *testing.F) {
 			c := &r.Candidates[0]
 			c.KVUsage, c.CachedTokens, c.Score, c.EstimatedTTFTMS, c.QueueWaitMS, c.MemoryWaitMS, c.KVShort = &x, &n, &y, &x, &y, &x, true
 			c.StepAgeMS = &y
+			c.Answers, c.LoadStale = n, true
 		}
 		want, err := json.Marshal(&r)
 		if err != nil {

@@ -87,4 +87,12 @@ type Candidate struct {
 	// replica had room.
 	MemoryWaitMS *float64 `json:"memory_wait_ms,omitempty"`
 	KVShort      bool     `json:"kv_short,omitempty"`
+	// Answers is the followed answers there that the wait for KV memory
+	// counts when it is short (route.AnswersOf): this balancer's streams
+	// and the other balancers' as they sent them.
+	Answers int `json:"answers,omitempty"`
+	// LoadStale reports that its load report is older than the gossip's
+	// load_max_age (route.Load.Stale): its load is this balancer's and the
+	// peers' own counts alone, and its KV usage unknown.
+	LoadStale bool `json:"load_stale,omitempty"`
 }
