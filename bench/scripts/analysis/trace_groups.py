@@ -7,7 +7,7 @@ on the same files.
 With --long T it also prints, per replica, the requests with more than T
 uncached prompt tokens (the long prefills).
 Usage: go run ./bench/scripts/analysis/groups F... | python3 trace_groups.py [--min N] [--long T] F...
-e.g. F = /tmp/ta/m1/cost_model-rep0.json /tmp/ta/m1/round_robin-rep0.json"""
+e.g. F = /tmp/ta/m1/cost_model-rep0.json.gz /tmp/ta/m1/round_robin-rep0.json.gz"""
 import collections
 import os
 import sys
