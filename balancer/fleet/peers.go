@@ -284,6 +284,10 @@ func (s *loadSender) round(snap *Snapshot, now time.Time, all bool) {
 	}
 }
 
+// One record, its answers included, always fits a message: a round never
+// has a record it cannot send (this fails to compile otherwise).
+var _ [gossip.MaxPlacementsBytes - peerHeaderMax - peerRecordMax]struct{}
+
 // start begins a message; its header is written by flush.
 func (s *loadSender) start() {
 	s.msg = append(s.msg[:0], make([]byte, peerHeaderMax)...)
