@@ -379,16 +379,7 @@ func btDisconnect(t *testing.T, bin string) {
 	bal, sim := f.bals[0], f.sims[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	body := `{"model":"e2e-model","prompt":"tell me a very long story","max_tokens":20000,"ignore_eos":true,"stream":true}`
-	req, _ := http.NewRequestWithContext(ctx, "POST", bal.url+"/v1/completions", strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(resp.Body)
-	if line, err := br.ReadString('\n'); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %s, first line %q: %v", resp.Status, line, err)
-	}
+	resp := btLongStream(t, ctx, bal)
 	if n := btEngineInFlight(t, sim); n != 1 {
 		t.Fatalf("engine in flight = %d, want 1", n)
 	}
@@ -402,6 +393,24 @@ func btDisconnect(t *testing.T, bin string) {
 		return nil
 	})
 	t.Logf("engine slot freed %v after the client disconnected (polling every 20ms)", time.Since(start))
+}
+
+// btLongStream starts a stream of 20,000 tokens through b, which goes on
+// until ctx ends, and returns its response once its first line has arrived
+// with status 200.
+func btLongStream(t *testing.T, ctx context.Context, b *btBalancer) *http.Response {
+	t.Helper()
+	body := `{"model":"e2e-model","prompt":"tell me a very long story","max_tokens":20000,"ignore_eos":true,"stream":true}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", b.url+"/v1/completions", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %s, first line %q: %v", resp.Status, line, err)
+	}
+	return resp
 }
 
 func btEngineInFlight(t *testing.T, sim *scSim) int64 {

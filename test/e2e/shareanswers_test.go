@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"strings"
 	"testing"
 )
 
@@ -39,16 +36,7 @@ func TestBalancersShareAnswers(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	body := `{"model":"e2e-model","prompt":"tell me a very long story","max_tokens":20000,"ignore_eos":true,"stream":true}`
-	req, _ := http.NewRequestWithContext(ctx, "POST", a.url+"/v1/completions", strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %s, first line %q: %v", resp.Status, line, err)
-	}
+	resp := btLongStream(t, ctx, a)
 	home := resp.Header.Get("X-Inferrail-Replica")
 	other := "replica-0"
 	if home == other {
