@@ -48,9 +48,13 @@ func (c *costPick) score(req *Request, now time.Time) {
 	worst := 0.0                     // the longest wait for memory known
 	c.mean = meanTTFTScale(c.cands, s.elig)
 	bs := req.blockSize()
-	for _, i := range s.elig {
+	common := s.commonCached()
+	for k, i := range s.elig {
 		cand := &c.cands[i]
 		w := p.work(cand, now)
+		q, running := p.est.queueOf(w, now), w.Decodes()
+		// The prediction is what the request finds when it is admitted.
+		s.cached[i] = int32(p.admitted(cand, w, q, running, int(s.cached[i]), int(common[k]), bs))
 		cached := int(s.cached[i])
 		kv := p.kvFit(cand, w, now, prompt-cached, req.OutputTokens, bs)
 		scale := cand.ttftScale(c.mean)
@@ -87,7 +91,6 @@ func (c *costPick) score(req *Request, now time.Time) {
 		}
 		s.occ = append(s.occ, occ)
 		s.fill = append(s.fill, kv.fill)
-		q, running := p.est.queueOf(w, now), w.Decodes()
 		s.ahead = append(s.ahead, q)
 		s.decodes = append(s.decodes, running)
 		t, wait := p.est.ttft(q, running, prompt-cached, cached)

@@ -166,6 +166,7 @@ type Scratch struct {
 	peerAns []PeerAnswer    // cost_model: one candidate's peers' answers (Load.PeerAnswers)
 	memEnds []memEnd        // cost_model: releaseSteps' scratch
 	cached  []int32         // predicted cached tokens per candidate
+	common  []int32         // cost_model: the most any other eligible candidate holds, per eligible (commonCached)
 	scores  []float64       // Decision.Scores, per candidate
 	ttfts   []time.Duration // Decision.TTFTs, per candidate
 	waits   []time.Duration // Decision.Waits, per candidate
